@@ -1,0 +1,68 @@
+# Make targets for github.com/go-rdma/rdmacm. `make test` is the test
+# command CI runs; `make demo` is the main demo. Both install what they need.
+
+GO       ?= go
+FUZZTIME ?= 5s
+# Packages whose tests must pass on foreign architectures under qemu-user
+# (the wire is big-endian; s390x is a big-endian host).
+QEMU_USER_PKGS ?= ./ece/... ./mad/...
+CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
+
+.PHONY: all build test unit lint vet staticcheck vulncheck fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
+
+all: build
+
+deps:
+	@tools/deps.sh
+
+build:
+	CGO_ENABLED=0 $(GO) build ./...
+
+# The one test command: lint, unit tests with the race detector, a short
+# fuzz run, the big-endian and arm64 runs under qemu-user, cross builds,
+# and the real-kernel tests in QEMU guests.
+test: deps lint unit fuzz qemu-user cross vmtest
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+lint: vet staticcheck vulncheck
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+
+staticcheck:
+	$(GO) tool staticcheck ./...
+
+vulncheck:
+	tools/vulncheck.sh ./...
+
+fuzz:
+	tools/fuzz.sh $(FUZZTIME)
+
+fuzz-long:
+	tools/fuzz.sh 2m
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+cross:
+	@set -e; for arch in $(CROSS_ARCHES); do \
+		echo "cross: linux/$$arch"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build ./... ; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) vet ./... ; \
+	done
+
+qemu-user: deps
+	CGO_ENABLED=0 GOARCH=s390x $(GO) test -count=1 -exec qemu-s390x-static $(QEMU_USER_PKGS)
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(QEMU_USER_PKGS)
+
+vmtest: deps
+	@echo "vmtest: not wired yet"; exit 1
+
+demo: deps
+	@echo "demo: not wired yet"; exit 1
+
+clean:
+	$(GO) clean -testcache

@@ -1,0 +1,26 @@
+#!/bin/bash
+# deps.sh: install, from Debian's packages, the tools the tests use. Safe to
+# re-run; installs only what is missing.
+set -euo pipefail
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have gcc || need+=(gcc libc6-dev)
+have tshark || need+=(tshark)
+have qemu-s390x-static || need+=(qemu-user-static)
+have qemu-system-x86_64 || need+=(qemu-system-x86)
+[ -x /bin/busybox ] || need+=(busybox-static)
+have tcpdump || need+=(tcpdump)
+have cpio || need+=(cpio)
+[ -e /usr/sbin/ip ] || need+=(iproute2)
+[ -e /usr/bin/rdma ] || need+=(iproute2)
+[ -f /usr/include/rdma/rdma_cma.h ] || need+=(librdmacm-dev)
+[ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+[ -f /usr/include/rdma/ib_user_verbs.h ] || need+=(linux-libc-dev)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "deps: installing ${need[*]}"
+	[ "$(id -u)" = 0 ] && sudo= || sudo=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
+	$sudo apt-get update -q >/dev/null
+	$sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
