@@ -128,7 +128,9 @@ func TestStrings(t *testing.T) {
 		{(AccessRelaxedOrdering | 1<<30).String(), "RELAXED_ORDERING|0x40000000"},
 		{MTU1024.String(), "1024"},
 		{MTU(0).String(), "MTU(0)"},
+		{Migrated.String(), "MIGRATED"},
 		{Rearm.String(), "REARM"},
+		{Armed.String(), "ARMED"},
 		{MigState(3).String(), "MigState(3)"},
 	}
 	for _, tt := range tests {

@@ -152,21 +152,23 @@ const (
 	maxRetry     = 7
 )
 
-func outOfRange(field string, v, lo, hi uint64) error {
+// outOfRange returns a ValueError for prefix+field when v is outside
+// lo..hi; the name is only built on failure.
+func outOfRange(prefix, field string, v, lo, hi uint64) error {
 	if v < lo || v > hi {
-		return &ValueError{Field: field, Value: v, Min: lo, Max: hi}
+		return &ValueError{Field: prefix + field, Value: v, Min: lo, Max: hi}
 	}
 	return nil
 }
 
 func checkAH(prefix string, ah *AH) error {
-	if err := outOfRange(prefix+".PORT", uint64(ah.PortNum), 1, 255); err != nil {
+	if err := outOfRange(prefix, ".PORT", uint64(ah.PortNum), 1, 255); err != nil {
 		return err
 	}
-	if err := outOfRange(prefix+".SL", uint64(ah.SL), 0, maxSL); err != nil {
+	if err := outOfRange(prefix, ".SL", uint64(ah.SL), 0, maxSL); err != nil {
 		return err
 	}
-	return outOfRange(prefix+".FLOW_LABEL", uint64(ah.GRH.FlowLabel), 0, maxFlowLabel)
+	return outOfRange(prefix, ".FLOW_LABEL", uint64(ah.GRH.FlowLabel), 0, maxFlowLabel)
 }
 
 // checkValues checks the ranges of the fields selected by mask.
@@ -194,7 +196,7 @@ func checkValues(a *Attr, mask Mask) error {
 		if mask&c.bit == 0 {
 			continue
 		}
-		if err := outOfRange(c.name, c.v, c.lo, c.hi); err != nil {
+		if err := outOfRange("", c.name, c.v, c.lo, c.hi); err != nil {
 			return err
 		}
 	}
@@ -210,10 +212,10 @@ func checkValues(a *Attr, mask Mask) error {
 		}
 		// uverbs modify_qp wants alt_port_num == alt_dest.port_num.
 		p := uint64(alt.AH.PortNum)
-		if err := outOfRange("ALT_PATH.PORT", uint64(alt.PortNum), p, p); err != nil {
+		if err := outOfRange("ALT_PATH", ".PORT", uint64(alt.PortNum), p, p); err != nil {
 			return err
 		}
-		if err := outOfRange("ALT_PATH.TIMEOUT", uint64(alt.Timeout), 0, maxTimer); err != nil {
+		if err := outOfRange("ALT_PATH", ".TIMEOUT", uint64(alt.Timeout), 0, maxTimer); err != nil {
 			return err
 		}
 	}

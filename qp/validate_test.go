@@ -21,6 +21,9 @@ func TestValidateMessage(t *testing.T) {
 	if !errors.Is(err, ErrMissingAttr) || !errors.Is(err, ErrForbiddenAttr) || errors.Is(err, ErrIllegalTransition) {
 		t.Errorf("sentinels of %v", err)
 	}
+	if errors.Is(err, ErrInvalidValue) || errors.Is(err, ErrUnknownType) {
+		t.Errorf("%v matches an unrelated sentinel", err)
+	}
 	var te *TransitionError
 	if !errors.As(err, &te) || te.Missing != MaskQKey || te.Forbidden != MaskAccessFlags|MaskRateLimit {
 		t.Errorf("TransitionError = %+v", te)
