@@ -16,7 +16,7 @@ type GRH struct {
 }
 
 // AH is an address vector: where a QP sends to (struct ib_uverbs_ah_attr
-// and ib_uverbs_qp_dest; IBTA vol. 1 §11.2.5.2 "Address Vector").
+// and ib_uverbs_qp_dest; the IBTA verbs address vector).
 type AH struct {
 	GRH GRH
 	// DLID is the destination LID (0 on RoCE).
@@ -44,7 +44,7 @@ type Cap struct {
 }
 
 // AltPath is the alternate path for automatic path migration, applied with
-// MaskAltPath (IBTA vol. 1 §17.2.8).
+// MaskAltPath (IBTA vol. 1 automatic path migration).
 type AltPath struct {
 	AH        AH
 	PKeyIndex uint16
@@ -91,7 +91,7 @@ type Attr struct {
 	// AltPath is the alternate path (MaskAltPath).
 	AltPath AltPath
 	// MinRNRTimer is the RNR NAK timer code, 5 bits (MaskMinRNRTimer;
-	// IBTA vol. 1 table 45; 0 means 655.36 ms).
+	// IBTA RNR timer encoding: 0 means 655.36 ms, 1 means 0.01 ms).
 	MinRNRTimer uint8
 	// SQPSN is the first PSN the send queue uses, 24 bits (MaskSQPSN).
 	SQPSN uint32

@@ -40,7 +40,7 @@ type CMAltPath struct {
 }
 
 // CMParams are the results of a CM exchange that set up a connected QP
-// (IBTA vol. 1 §12.7 REQ/REP), named from the local side's view. The
+// (IBTA vol. 1 chapter 12, REQ and REP), named from the local side's view. The
 // comments say which message field the kernel takes each one from
 // (drivers/infiniband/core/cm.c, cm_req_handler and cm_rep_handler).
 type CMParams struct {

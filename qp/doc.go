@@ -1,8 +1,8 @@
 // Package qp models the InfiniBand queue-pair state machine: QP states and
 // types, the attribute mask of Modify QP, the attribute values, and the
 // rules for which attributes each transition requires or allows (IBTA
-// vol. 1 §10.3 "QP states", §11.2.5.2 "Modify Queue Pair" and its table of
-// QP state transition properties). It also builds the attributes of a
+// vol. 1 §10.3 QP states, and the verbs chapter 11 "Modify Queue Pair"
+// with its table of QP state transition properties). It also builds the attributes of a
 // connection from the parameters of a CM exchange, as the kernel's
 // INIT_QP_ATTR does.
 //

@@ -18,7 +18,7 @@ const (
 
 // transitions is the Modify QP table for RC, UC, UD and GSI. It carries the
 // content of Linux qp_state_table (drivers/infiniband/core/verbs.c), which
-// follows IBTA vol. 1 §11.2.5.2 with the differences listed in the
+// follows IBTA vol. 1 chapter 11 (Modify Queue Pair) with the differences listed in the
 // package documentation. STATE is implied and never listed.
 var transitions = []transition{
 	{Reset, Reset, nil},

@@ -184,7 +184,7 @@ func (a Access) String() string {
 	return strings.Join(parts, "|")
 }
 
-// MTU is a path MTU, coded as enum ibv_mtu (IBTA vol. 1 §9.7.1 PMTU).
+// MTU is a path MTU, coded as enum ibv_mtu.
 type MTU uint8
 
 // Path MTUs.
@@ -226,7 +226,7 @@ func (m MTU) String() string {
 }
 
 // MigState is the path migration state, as enum ibv_mig_state
-// (IBTA vol. 1 §17.2.8 automatic path migration).
+// (IBTA vol. 1 automatic path migration).
 type MigState uint8
 
 // Path migration states.

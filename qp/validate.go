@@ -142,7 +142,7 @@ func Check(t QPType, cur State, a *Attr, mask Mask) error {
 
 // Field widths from IBTA vol. 1: PSN and QPN 24 bits (§9.2 BTH), SL 4 bits,
 // flow label 20 bits (§8.3 GRH), local ACK timeout and RNR timer 5 bits,
-// retry counts 3 bits (§12.7 CM REQ fields).
+// retry counts 3 bits (chapter 12 CM REQ fields).
 const (
 	maxPSN       = 1<<24 - 1
 	maxQPN       = 1<<24 - 1
