@@ -1,0 +1,158 @@
+// Command vmtest prepares and boots the soft-RoCE QEMU guests of the
+// real-kernel test bed by hand (see docs/testing.md):
+//
+//	vmtest prepare                      build or find the cached guest image; print its paths
+//	vmtest pair [flags] [-a S] [-b S]   boot guests a and b; run script S in each (a after b
+//	                                    has started it), print the output, shut down; with
+//	                                    neither, keep them up until Ctrl-C
+//	vmtest shell [flags]                boot one guest with a shell on this terminal
+//	vmtest run SHARE GUEST SCRIPT       run SCRIPT in guest GUEST of a pair booted by
+//	                                    `vmtest pair -share SHARE`
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-rdma/rdmacm/internal/vmtest"
+	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
+)
+
+func usage() {
+	fmt.Fprintln(os.Stderr, `usage:
+  vmtest prepare
+  vmtest pair [-share DIR] [-nocm-a] [-nocm-b] [-accel kvm|tcg] [-debug] [-a SCRIPT] [-b SCRIPT] [-timeout D]
+  vmtest shell [-share DIR] [-nocm] [-accel kvm|tcg] [-debug]
+  vmtest run SHARE GUEST SCRIPT`)
+	os.Exit(2)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "prepare":
+		err = prepare(ctx)
+	case "pair":
+		err = pair(ctx, os.Args[2:])
+	case "shell":
+		err = shell(ctx, os.Args[2:])
+	case "run":
+		err = run(ctx, os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func prepare(ctx context.Context) error {
+	start := time.Now()
+	img, err := vmtest.Prepare(ctx, vmtest.PrepareOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("image %s (%v)\nkernel %s (%s)\ninitrd %s\nmodules %s\n", img.Dir,
+		time.Since(start).Round(time.Millisecond), img.Kernel, img.KernelRelease, img.Initrd, strings.Join(img.Modules, " "))
+	return nil
+}
+
+func pair(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pair", flag.ExitOnError)
+	share := fs.String("share", "", "host folder shared with the guests (default: a new temporary one, kept)")
+	nocmA := fs.Bool("nocm-a", false, "boot guest a without ib_cm, iw_cm, rdma_cm, rdma_ucm")
+	nocmB := fs.Bool("nocm-b", false, "boot guest b without ib_cm, iw_cm, rdma_cm, rdma_ucm")
+	accel := fs.String("accel", "", "kvm or tcg (default: $VMTEST_ACCEL or probe)")
+	debug := fs.Bool("debug", false, "kernel messages on the consoles")
+	scriptA := fs.String("a", "", "shell script to run in guest a")
+	scriptB := fs.String("b", "", "shell script to run in guest b (started first, in the background)")
+	timeout := fs.Duration("timeout", 5*time.Minute, "timeout for the scripts")
+	fs.Parse(args)
+	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug}
+	if *nocmA {
+		opts.SkipModulesA = vmtest.CMModules
+	}
+	if *nocmB {
+		opts.SkipModulesB = vmtest.CMModules
+	}
+	p, err := vmtest.BootPair(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	fmt.Printf("share %s\nconsoles %s %s\n", p.Share, p.A.ConsolePath(), p.B.ConsolePath())
+	if *scriptA == "" && *scriptB == "" {
+		fmt.Printf("guests up; run commands with: vmtest run %s a|b 'SCRIPT'; Ctrl-C shuts them down\n", p.Share)
+		<-ctx.Done()
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	var bp *agent.Process
+	if *scriptB != "" {
+		if bp, err = p.B.Start(rctx, *scriptB); err != nil {
+			return err
+		}
+	}
+	var errA error
+	if *scriptA != "" {
+		r, err := p.A.Run(rctx, *scriptA)
+		errA = err
+		if r != nil {
+			fmt.Printf("=== a: %s (exit %d)\n%s%s", *scriptA, r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+	if bp != nil {
+		r, err := bp.Wait(rctx)
+		if r != nil {
+			fmt.Printf("=== b: %s (exit %d)\n%s%s", *scriptB, r.ExitCode, r.Stdout, r.Stderr)
+		}
+		if err != nil && errA == nil {
+			errA = err
+		}
+	}
+	return errA
+}
+
+func shell(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("shell", flag.ExitOnError)
+	share := fs.String("share", "", "host folder shared at /host (default: a new temporary one, kept)")
+	nocm := fs.Bool("nocm", false, "boot without ib_cm, iw_cm, rdma_cm, rdma_ucm")
+	accel := fs.String("accel", "", "kvm or tcg (default: $VMTEST_ACCEL or probe)")
+	debug := fs.Bool("debug", false, "kernel messages on the console")
+	fs.Parse(args)
+	img, err := vmtest.Prepare(ctx, vmtest.PrepareOptions{})
+	if err != nil {
+		return err
+	}
+	opts := vmtest.PairOptions{Image: img, Share: *share, Keep: true, Accel: *accel, Debug: *debug}
+	if *nocm {
+		opts.SkipModulesA = vmtest.CMModules
+	}
+	return vmtest.Shell(ctx, opts)
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) != 3 {
+		usage()
+	}
+	m := vmtest.Attach(args[0], args[1])
+	r, err := m.Run(ctx, args[2])
+	if r != nil {
+		fmt.Print(r.Stdout)
+		fmt.Fprint(os.Stderr, r.Stderr)
+	}
+	return err
+}
