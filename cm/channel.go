@@ -1,0 +1,319 @@
+package cm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Backend names for Open.
+const (
+	BackendKernel = "kernel" // the kernel rdma_cm through /dev/infiniband/rdma_cm
+	BackendUser   = "user"   // the user-space CM engine (not yet wired)
+	BackendAuto   = "auto"   // kernel when available
+)
+
+// Options configure Open.
+type Options struct {
+	// Backend is BackendKernel, BackendUser or BackendAuto ("" means
+	// auto).
+	Backend string
+}
+
+// Channel is an event channel (struct rdma_event_channel): a connection
+// manager instance whose IDs report their events through it. Events of
+// asynchronous IDs are read with GetEvent; events of synchronous IDs are
+// consumed by their blocking calls and ID.GetEvent.
+//
+// The kernel backend's fd is non-blocking and lives in Go's netpoller;
+// every wake-up drains it until EAGAIN. Close interrupts every waiter.
+type Channel struct {
+	b backend
+
+	mu       sync.Mutex
+	ids      map[uint64]*ID
+	mcs      map[uint64]*Multicast
+	nextUID  uint64
+	async    []*Event      // undelivered events of asynchronous IDs
+	notify   chan struct{} // closed (and replaced) when events arrive or the reader leaves
+	unacked  int
+	isClosed bool
+
+	readTok chan struct{} // held by the one goroutine reading the backend
+	closed  chan struct{}
+	once    sync.Once
+}
+
+// Open opens an event channel on the selected backend.
+func Open(opts *Options) (*Channel, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var b backend
+	var err error
+	switch o.Backend {
+	case BackendKernel, BackendAuto, "":
+		b, err = openKernel()
+	case BackendUser:
+		return nil, fmt.Errorf("cm: backend %q: the user-space CM engine is not wired to this API yet: %w", o.Backend, ErrNotSupported)
+	default:
+		return nil, fmt.Errorf("cm: unknown backend %q", o.Backend)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newChannel(b), nil
+}
+
+func newChannel(b backend) *Channel {
+	return &Channel{
+		b:       b,
+		ids:     make(map[uint64]*ID),
+		mcs:     make(map[uint64]*Multicast),
+		notify:  make(chan struct{}),
+		readTok: make(chan struct{}, 1),
+		closed:  make(chan struct{}),
+	}
+}
+
+// Backend names the backend in use ("kernel").
+func (c *Channel) Backend() string { return c.b.name() }
+
+// Close destroys every ID of the channel and interrupts all waiters.
+// Events not yet acknowledged stay readable as values but their IDs are
+// destroyed.
+func (c *Channel) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.isClosed = true
+		ids := make([]*ID, 0, len(c.ids))
+		for _, id := range c.ids {
+			ids = append(ids, id)
+		}
+		c.async = nil
+		c.mu.Unlock()
+		close(c.closed)
+		for _, id := range ids {
+			id.closeLocal()
+		}
+		err = c.b.close()
+		c.broadcast()
+	})
+	return err
+}
+
+// Unacked returns the number of events handed out and not yet acked.
+func (c *Channel) Unacked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unacked
+}
+
+// GetEvent returns the next event of an asynchronous ID, waiting until one
+// arrives, ctx ends or the channel is closed. The caller owns the event
+// until it calls Ack.
+func (c *Channel) GetEvent(ctx context.Context) (*Event, error) {
+	return c.wait(ctx, func() (*Event, error) {
+		if len(c.async) == 0 {
+			return nil, nil
+		}
+		ev := c.async[0]
+		c.async[0] = nil
+		c.async = c.async[1:]
+		c.unacked++
+		return ev, nil
+	})
+}
+
+// Ack acknowledges the event (rdma_ack_cm_event): the event and its
+// private data must not be used afterwards. Acking twice is an error.
+func (e *Event) Ack() error {
+	c := e.ch
+	if c == nil {
+		return errors.New("cm: Ack of an event that was not delivered by a channel")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.acked {
+		return errors.New("cm: event acked twice")
+	}
+	e.acked = true
+	c.unacked--
+	e.Conn.PrivateData = nil
+	e.UD.PrivateData = nil
+	return nil
+}
+
+func (c *Channel) broadcast() {
+	c.mu.Lock()
+	close(c.notify)
+	c.notify = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// wait returns the first event take yields (take runs with c.mu held),
+// reading the backend when no event is pending. One goroutine at a time
+// reads; the others wait for its news.
+func (c *Channel) wait(ctx context.Context, take func() (*Event, error)) (*Event, error) {
+	for {
+		c.mu.Lock()
+		if c.isClosed {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("cm: %w", ErrClosed)
+		}
+		ev, err := take()
+		notify := c.notify
+		c.mu.Unlock()
+		if ev != nil || err != nil {
+			return ev, err
+		}
+		select {
+		case c.readTok <- struct{}{}:
+			err := c.b.readEvents(ctx, c.dispatch)
+			<-c.readTok
+			c.broadcast()
+			if err != nil {
+				select {
+				case <-c.closed:
+					return nil, fmt.Errorf("cm: %w", ErrClosed)
+				default:
+				}
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					return nil, ctxError(ctxErr)
+				}
+				return nil, errnoError("get event", err)
+			}
+		case <-notify:
+		case <-ctx.Done():
+			return nil, ctxError(ctx.Err())
+		case <-c.closed:
+			return nil, fmt.Errorf("cm: %w", ErrClosed)
+		}
+	}
+}
+
+// ctxError wraps a context error; a deadline also matches ErrTimeout.
+func ctxError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("cm: %w: %w", ErrTimeout, err)
+	}
+	return fmt.Errorf("cm: %w", err)
+}
+
+// dispatch turns a backend event into an Event, updates the ID's state
+// and queues the event for its reader. It runs on the reading goroutine.
+func (c *Channel) dispatch(r *rawEvent) {
+	switch r.typ {
+	case EventMulticastJoin, EventMulticastError:
+		c.dispatchMulticast(r)
+		return
+	case EventConnectRequest:
+		c.dispatchRequest(r)
+		return
+	}
+	c.mu.Lock()
+	id := c.ids[r.uid]
+	c.mu.Unlock()
+	if id == nil {
+		return // destroyed meanwhile
+	}
+	ev := &Event{Type: r.typ, Status: r.status, ID: id, ch: c}
+	id.fillParams(ev, r)
+	if !id.onEvent(ev) {
+		return
+	}
+	c.queue(id, ev)
+}
+
+func (c *Channel) dispatchRequest(r *rawEvent) {
+	c.mu.Lock()
+	listener := c.ids[r.uid]
+	c.mu.Unlock()
+	if listener == nil {
+		// The listener is gone: release the kernel's new ID.
+		_, _ = c.b.destroyID(r.handle)
+		return
+	}
+	id, err := c.adoptID(listener, r)
+	if err != nil {
+		_, _ = c.b.destroyID(r.handle)
+		return
+	}
+	ev := &Event{Type: r.typ, Status: r.status, ID: id, Listener: listener, ch: c, ECE: r.ece}
+	id.fillParams(ev, r)
+	id.mu.Lock()
+	id.reqConn = ev.Conn
+	id.mu.Unlock()
+	c.queue(listener, ev)
+}
+
+func (c *Channel) dispatchMulticast(r *rawEvent) {
+	c.mu.Lock()
+	mc := c.mcs[r.uid]
+	c.mu.Unlock()
+	if mc == nil {
+		return
+	}
+	ev := &Event{Type: r.typ, Status: r.status, ID: mc.id, Multicast: mc, ch: c}
+	ev.UD = r.ud
+	mc.onEvent(ev)
+	c.queue(mc.id, ev)
+}
+
+// queue hands ev to the ID's synchronous waiter or to GetEvent.
+func (c *Channel) queue(id *ID, ev *Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isClosed {
+		return
+	}
+	if id.sync {
+		id.pending = append(id.pending, ev)
+	} else {
+		c.async = append(c.async, ev)
+	}
+}
+
+// register adds an ID under a fresh uid.
+func (c *Channel) register(id *ID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isClosed {
+		return fmt.Errorf("cm: %w", ErrClosed)
+	}
+	c.nextUID++
+	id.uid = c.nextUID
+	c.ids[id.uid] = id
+	return nil
+}
+
+// forget removes an ID and drops its undelivered events. New IDs of
+// undelivered CONNECT_REQUESTs of a listener are destroyed.
+func (c *Channel) forget(id *ID) []*ID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.ids, id.uid)
+	var orphans []*ID
+	kept := c.async[:0]
+	for _, ev := range c.async {
+		switch {
+		case ev.Listener == id:
+			orphans = append(orphans, ev.ID)
+		case ev.ID == id:
+		default:
+			kept = append(kept, ev)
+		}
+	}
+	clear(c.async[len(kept):])
+	c.async = kept
+	for _, ev := range id.pending {
+		if ev.Listener == id {
+			orphans = append(orphans, ev.ID)
+		}
+	}
+	id.pending = nil
+	return orphans
+}

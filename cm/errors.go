@@ -1,0 +1,165 @@
+package cm
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rdma/rdmacm/ece"
+)
+
+// Sentinel errors. Errors returned by this package wrap one of them (when
+// one applies) and, for kernel failures, the errno (a unix.Errno), so both
+// errors.Is(err, cm.ErrNoDevice) and errors.Is(err, unix.ENODEV) work.
+var (
+	// ErrNotSupported: the backend or the device does not implement the
+	// operation.
+	ErrNotSupported = errors.New("not supported")
+	// ErrClosed: the channel or ID was closed or destroyed.
+	ErrClosed = errors.New("closed")
+	// ErrNoDevice: no RDMA device serves the address (ENODEV), or the
+	// rdma_cm device is missing.
+	ErrNoDevice = errors.New("no RDMA device")
+	// ErrNoRoute: the address does not route over an RDMA device
+	// (EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL).
+	ErrNoRoute = errors.New("address does not route over RDMA")
+	// ErrTimeout: an address, route or connection step timed out
+	// (ETIMEDOUT, UNREACHABLE) or the context's deadline passed.
+	ErrTimeout = errors.New("timed out")
+	// ErrRejected: the peer rejected the connection; the error is a
+	// *RejectError.
+	ErrRejected = errors.New("connection rejected")
+	// ErrInvalidState: the operation is not valid in the ID's state; the
+	// error is a *StateError.
+	ErrInvalidState = errors.New("invalid state")
+	// ErrECEOrder: an ECE step came too late or was skipped; the error is
+	// an *ECEOrderError or *ECEUnansweredError.
+	ErrECEOrder = errors.New("ECE ordering")
+	// ErrLibraryQP: the ID's QP was created by CreateQP, which manages ECE
+	// itself; SetLocalECE, RemoteECE and Establish are for external QPs
+	// (librdmacm answers EINVAL).
+	ErrLibraryQP = errors.New("the ID has a library-created QP")
+	// ErrQPExists: CreateQP on an ID that already has one.
+	ErrQPExists = errors.New("the ID already has a QP")
+	// ErrDeclineWithLocalECE: Accept was asked to decline ECE although
+	// SetLocalECE was called.
+	ErrDeclineWithLocalECE = errors.New("DeclineECE conflicts with SetLocalECE")
+	// ErrECEVendorMismatch: a REP answered the REQ's ECE with another
+	// vendor (librdmacm turns this into CONNECT_ERROR).
+	ErrECEVendorMismatch = errors.New("ECE vendor mismatch")
+	// ErrConnect: the connection failed (CONNECT_ERROR).
+	ErrConnect = errors.New("connection error")
+	// ErrDisconnected: the connection ended while waiting.
+	ErrDisconnected = errors.New("disconnected")
+)
+
+// StateError reports an operation refused because of the ID's state.
+type StateError struct {
+	Op    string
+	State State
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("cm: %s: not valid in state %s", e.Op, e.State)
+}
+
+// Is matches ErrInvalidState.
+func (e *StateError) Is(target error) bool { return target == ErrInvalidState }
+
+// ECEOrderError reports an ECE operation after the message that carries
+// the local ECE has left: the REQ (active side, from Connect on) or the
+// REP (passive side, from Accept on).
+type ECEOrderError struct {
+	Op    string
+	State State
+	Role  Role
+}
+
+func (e *ECEOrderError) Error() string {
+	msg := "the connection handshake"
+	switch e.Role {
+	case RoleActive:
+		msg = "the REQ"
+	case RolePassive:
+		msg = "the REP"
+	case RoleListener:
+		return fmt.Sprintf("cm: %s: a listening ID carries no ECE (state %s)", e.Op, e.State)
+	}
+	return fmt.Sprintf("cm: %s: %s carrying the local ECE has already been sent (state %s)", e.Op, msg, e.State)
+}
+
+// Is matches ErrECEOrder.
+func (e *ECEOrderError) Is(target error) bool { return target == ErrECEOrder }
+
+// ECEUnansweredError reports an Accept on an ID with an external QP whose
+// REQ offered ECE while the application neither set its local ECE nor
+// declined: the REP would claim options the QP may not have applied.
+type ECEUnansweredError struct {
+	// Remote is the ECE the REQ carried.
+	Remote ece.ECE
+}
+
+func (e *ECEUnansweredError) Error() string {
+	return fmt.Sprintf("cm: Accept: the REQ offered ECE %v; apply it to the QP and call SetLocalECE, or set ConnParam.DeclineECE", e.Remote)
+}
+
+// Is matches ErrECEOrder.
+func (e *ECEUnansweredError) Is(target error) bool { return target == ErrECEOrder }
+
+// RejectError is a connection rejected by the peer (REJECTED event): the
+// CM REJ reason (IBTA vol. 1 §12.6.7.2), its name, the additional reject
+// information and the private data.
+type RejectError struct {
+	Reason      RejectReason
+	ARI         []byte
+	PrivateData []byte
+}
+
+func (e *RejectError) Error() string {
+	return fmt.Sprintf("cm: connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
+}
+
+// Is matches ErrRejected.
+func (e *RejectError) Is(target error) bool { return target == ErrRejected }
+
+// errnoError wraps a kernel errno with the operation and the sentinel that
+// classifies it.
+func errnoError(op string, errno error) error {
+	if errno == nil {
+		return nil
+	}
+	if s := classify(errno); s != nil {
+		return fmt.Errorf("cm: %s: %w: %w", op, s, errno)
+	}
+	return fmt.Errorf("cm: %s: %w", op, errno)
+}
+
+// classify maps an errno to a sentinel.
+func classify(err error) error {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return nil
+	}
+	switch errno {
+	case unix.ENODEV:
+		return ErrNoDevice
+	case unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EADDRNOTAVAIL:
+		return ErrNoRoute
+	case unix.ETIMEDOUT:
+		return ErrTimeout
+	case unix.EOPNOTSUPP, unix.ENOSYS:
+		return ErrNotSupported
+	case unix.ECONNREFUSED:
+		return ErrRejected
+	}
+	return nil
+}
+
+// statusErrno turns an event status (a negative errno) into an errno.
+func statusErrno(status int32) unix.Errno {
+	if status < 0 {
+		return unix.Errno(-status)
+	}
+	return unix.Errno(status)
+}

@@ -1,0 +1,461 @@
+//go:build linux
+
+package cm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/qp"
+)
+
+// kernel is the backend over the kernel's rdma_cm: commands are write()s
+// to /dev/infiniband/rdma_cm (drivers/infiniband/core/ucma.c). The fd is
+// non-blocking and registered with Go's netpoller; GET_EVENT answers
+// EAGAIN when no event is queued and the fd polls readable when one is.
+type kernel struct {
+	f  *os.File
+	rc syscall.RawConn
+
+	dlMu sync.Mutex
+	gen  uint64
+
+	resp abi.UcmaEventResp // GET_EVENT buffer of the one reader
+	raws []rawEvent
+}
+
+// ucmaABIVersion reads the ucma ABI version from sysfs.
+func ucmaABIVersion() (int, error) {
+	var firstErr error
+	for _, p := range abi.UcmaABIVersionPaths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		return strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	return 0, firstErr
+}
+
+func openKernel() (*kernel, error) {
+	v, err := ucmaABIVersion()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("cm: rdma_cm ABI version: %w (is rdma_ucm loaded?): %w", ErrNoDevice, err)
+	case err != nil:
+		return nil, fmt.Errorf("cm: rdma_cm ABI version: %w", err)
+	case v != abi.UcmaABIVersion:
+		return nil, fmt.Errorf("cm: rdma_cm ABI version %d, want %d: %w", v, abi.UcmaABIVersion, ErrNotSupported)
+	}
+	fd, err := unix.Open(abi.UcmaDevicePath, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if err == unix.ENOENT || err == unix.ENODEV || err == unix.ENXIO {
+			return nil, fmt.Errorf("cm: open %s: %w: %w", abi.UcmaDevicePath, ErrNoDevice, err)
+		}
+		return nil, fmt.Errorf("cm: open %s: %w", abi.UcmaDevicePath, err)
+	}
+	f := os.NewFile(uintptr(fd), abi.UcmaDevicePath)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cm: %w", err)
+	}
+	return &kernel{f: f, rc: rc}, nil
+}
+
+func (k *kernel) name() string { return BackendKernel }
+
+func (k *kernel) close() error { return k.f.Close() }
+
+// exec runs one command on the fd.
+func exec[T any](k *kernel, cmd uint32, body *T, out int, keep unsafe.Pointer) error {
+	return execIn(k, cmd, body, int(unsafe.Sizeof(*body)), out, keep)
+}
+
+func execIn[T any](k *kernel, cmd uint32, body *T, in, out int, keep unsafe.Pointer) error {
+	var err error
+	cerr := k.rc.Control(func(fd uintptr) {
+		for {
+			err = abi.UcmaExecIn(int(fd), cmd, body, in, out, keep)
+			if err != unix.EINTR {
+				return
+			}
+		}
+	})
+	if cerr != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, cerr)
+	}
+	return err
+}
+
+func (k *kernel) createID(uid uint64, ps PortSpace, t qp.QPType) (uint32, error) {
+	resp := new(abi.UcmaCreateIDResp)
+	cmd := abi.UcmaCreateID{UID: uid, Response: abi.UcmaPtr(unsafe.Pointer(resp)), PS: uint16(ps), QPType: uint8(t)}
+	if err := exec(k, abi.UcmaCmdCreateID, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
+		return 0, err
+	}
+	return resp.ID, nil
+}
+
+func (k *kernel) destroyID(h uint32) (uint32, error) {
+	resp := new(abi.UcmaDestroyIDResp)
+	cmd := abi.UcmaDestroyID{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h}
+	if err := exec(k, abi.UcmaCmdDestroyID, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
+		return 0, err
+	}
+	return resp.EventsReported, nil
+}
+
+func (k *kernel) bind(h uint32, addr netip.AddrPort) error {
+	cmd := abi.UcmaBind{ID: h}
+	cmd.AddrSize = uint16(abi.PutSockaddr(cmd.Addr[:], addr))
+	return exec(k, abi.UcmaCmdBind, &cmd, 0, nil)
+}
+
+func timeoutMS(d time.Duration) uint32 {
+	ms := d.Milliseconds()
+	if ms <= 0 {
+		ms = 1
+	}
+	if ms > 1<<31 {
+		ms = 1 << 31
+	}
+	return uint32(ms)
+}
+
+func (k *kernel) resolveAddr(h uint32, src, dst netip.AddrPort, timeout time.Duration) error {
+	cmd := abi.UcmaResolveAddr{ID: h, TimeoutMS: timeoutMS(timeout)}
+	if src.Addr().IsValid() {
+		cmd.SrcSize = uint16(abi.PutSockaddr(cmd.SrcAddr[:], src))
+	}
+	cmd.DstSize = uint16(abi.PutSockaddr(cmd.DstAddr[:], dst))
+	return exec(k, abi.UcmaCmdResolveAddr, &cmd, 0, nil)
+}
+
+func (k *kernel) resolveRoute(h uint32, timeout time.Duration) error {
+	cmd := abi.UcmaResolveRoute{ID: h, TimeoutMS: timeoutMS(timeout)}
+	return exec(k, abi.UcmaCmdResolveRoute, &cmd, 0, nil)
+}
+
+func (k *kernel) queryAddr(h uint32) (AddrInfo, error) {
+	resp := new(abi.UcmaQueryAddrResp)
+	cmd := abi.UcmaQuery{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h, Option: abi.UcmaQueryAddr}
+	if err := exec(k, abi.UcmaCmdQuery, &cmd, abi.SizeofUcmaQueryAddrResp, unsafe.Pointer(resp)); err != nil {
+		return AddrInfo{}, err
+	}
+	var ai AddrInfo
+	ai.Src, _ = abi.ParseSockaddr(resp.SrcAddr[:])
+	ai.Dst, _ = abi.ParseSockaddr(resp.DstAddr[:])
+	binary.NativeEndian.PutUint64(ai.NodeGUID[:], resp.NodeGUID)
+	ai.Port = resp.PortNum
+	ai.HasDevice = resp.PortNum != 0
+	ai.DeviceIndex = resp.IBDevIndex
+	ai.PKey = beU16(resp.PKey)
+	return ai, nil
+}
+
+// beU16 reads a big-endian u16 stored in a host-endian field.
+func beU16(v uint16) uint16 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], v)
+	return binary.BigEndian.Uint16(b[:])
+}
+
+func (k *kernel) queryPath(h uint32) ([]PathRecord, error) {
+	const maxPaths = 2
+	buf := make([]byte, abi.SizeofUcmaQueryPathResp+maxPaths*abi.SizeofUcmaPathRecData)
+	cmd := abi.UcmaQuery{Response: abi.UcmaPtr(unsafe.Pointer(&buf[0])), ID: h, Option: abi.UcmaQueryPath}
+	if err := exec(k, abi.UcmaCmdQuery, &cmd, len(buf), unsafe.Pointer(&buf[0])); err != nil {
+		return nil, err
+	}
+	n := min(int(binary.NativeEndian.Uint32(buf)), maxPaths)
+	prs := make([]PathRecord, 0, n)
+	for i := 0; i < n; i++ {
+		rec := buf[abi.SizeofUcmaQueryPathResp+i*abi.SizeofUcmaPathRecData:][:abi.SizeofUcmaPathRecData]
+		pr := parseSAPathRecord(rec[8:72])
+		pr.Flags = binary.NativeEndian.Uint32(rec)
+		prs = append(prs, pr)
+	}
+	return prs, nil
+}
+
+// parseSAPathRecord decodes a packed SA PathRecord (IBTA vol. 1
+// §15.2.5.16, big-endian, 64 bytes).
+func parseSAPathRecord(b []byte) PathRecord {
+	var pr PathRecord
+	copy(pr.DGID[:], b[8:24])
+	copy(pr.SGID[:], b[24:40])
+	pr.DLID = binary.BigEndian.Uint16(b[40:])
+	pr.SLID = binary.BigEndian.Uint16(b[42:])
+	w := binary.BigEndian.Uint32(b[44:])
+	pr.FlowLabel = (w >> 8) & 0xfffff
+	pr.HopLimit = uint8(w)
+	pr.TrafficClass = b[48]
+	pr.Reversible = b[49]&0x80 != 0
+	pr.PKey = binary.BigEndian.Uint16(b[50:])
+	pr.SL = uint8(binary.BigEndian.Uint16(b[52:]) & 0xf)
+	pr.MTU = qp.MTU(b[54] & 0x3f)
+	pr.Rate = b[55] & 0x3f
+	pr.PacketLifeTime = b[56] & 0x3f
+	return pr
+}
+
+func (k *kernel) listen(h uint32, backlog int) error {
+	if backlog < 0 {
+		backlog = 0
+	}
+	cmd := abi.UcmaListen{ID: h, Backlog: uint32(backlog)}
+	return exec(k, abi.UcmaCmdListen, &cmd, 0, nil)
+}
+
+func putConnParam(dst *abi.UcmaConnParam, p *ConnParam) {
+	dst.QPNum = p.QPNum
+	dst.QKey = p.QKey
+	n := copy(dst.PrivateData[:], p.PrivateData)
+	dst.PrivateDataLen = uint8(n)
+	dst.SRQ = b2u(p.SRQ)
+	dst.ResponderResources = p.ResponderResources
+	dst.InitiatorDepth = p.InitiatorDepth
+	dst.FlowControl = b2u(p.FlowControl)
+	dst.RetryCount = p.RetryCount
+	dst.RNRRetryCount = p.RNRRetryCount
+	dst.Valid = 1
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func checkPrivateData(p *ConnParam) error {
+	if len(p.PrivateData) > 255 {
+		return fmt.Errorf("%d bytes of private data, at most 255: %w", len(p.PrivateData), unix.EINVAL)
+	}
+	return nil
+}
+
+func (k *kernel) connect(h uint32, p *ConnParam, e ece.ECE) error {
+	if err := checkPrivateData(p); err != nil {
+		return err
+	}
+	cmd := new(abi.UcmaConnect)
+	putConnParam(&cmd.ConnParam, p)
+	cmd.ID = h
+	cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
+	return exec(k, abi.UcmaCmdConnect, cmd, 0, nil)
+}
+
+func (k *kernel) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
+	cmd := new(abi.UcmaAccept)
+	cmd.ID = h
+	if p != nil {
+		if err := checkPrivateData(p); err != nil {
+			return err
+		}
+		cmd.UID = uid
+		putConnParam(&cmd.ConnParam, p)
+		cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
+	}
+	return exec(k, abi.UcmaCmdAccept, cmd, 0, nil)
+}
+
+func (k *kernel) reject(h uint32, pd []byte, reason uint8) error {
+	cmd := new(abi.UcmaReject)
+	cmd.ID = h
+	cmd.Reason = reason
+	cmd.PrivateDataLen = uint8(copy(cmd.PrivateData[:], pd))
+	return exec(k, abi.UcmaCmdReject, cmd, 0, nil)
+}
+
+func (k *kernel) disconnect(h uint32) error {
+	cmd := abi.UcmaDisconnect{ID: h}
+	return exec(k, abi.UcmaCmdDisconnect, &cmd, 0, nil)
+}
+
+func (k *kernel) initQPAttr(h uint32, s qp.State) (qp.Attr, qp.Mask, error) {
+	resp := new(abi.UcmaQPAttr)
+	cmd := abi.UcmaInitQPAttr{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h, QPState: uint32(s)}
+	if err := exec(k, abi.UcmaCmdInitQPAttr, &cmd, abi.SizeofUcmaQPAttr, unsafe.Pointer(resp)); err != nil {
+		return qp.Attr{}, 0, err
+	}
+	return qpAttrFromUcma(resp), qp.Mask(resp.QPAttrMask), nil
+}
+
+func ahFromUcma(a *abi.UcmaAHAttr) qp.AH {
+	return qp.AH{
+		GRH: qp.GRH{DGID: a.DGID, FlowLabel: a.FlowLabel, SGIDIndex: a.SGIDIndex,
+			HopLimit: a.HopLimit, TrafficClass: a.TrafficClass},
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate,
+		IsGlobal: a.IsGlobal != 0, PortNum: a.PortNum,
+	}
+}
+
+func qpAttrFromUcma(r *abi.UcmaQPAttr) qp.Attr {
+	return qp.Attr{
+		State:            qp.State(r.QPState),
+		CurState:         qp.State(r.CurQPState),
+		EnSQDAsyncNotify: r.EnSQDAsyncNotify != 0,
+		AccessFlags:      qp.Access(r.QPAccessFlags),
+		PKeyIndex:        r.PKeyIndex,
+		Port:             r.PortNum,
+		QKey:             r.QKey,
+		AH:               ahFromUcma(&r.AHAttr),
+		PathMTU:          qp.MTU(r.PathMTU),
+		Timeout:          r.Timeout,
+		RetryCnt:         r.RetryCnt,
+		RNRRetry:         r.RNRRetry,
+		RQPSN:            r.RQPSN,
+		MaxRdAtomic:      r.MaxRDAtomic,
+		AltPath: qp.AltPath{AH: ahFromUcma(&r.AltAHAttr), PKeyIndex: r.AltPKeyIndex,
+			PortNum: r.AltPortNum, Timeout: r.AltTimeout},
+		MinRNRTimer:     r.MinRNRTimer,
+		SQPSN:           r.SQPSN,
+		MaxDestRdAtomic: r.MaxDestRDAtomic,
+		PathMigState:    qp.MigState(r.PathMigState),
+		Cap: qp.Cap{MaxSendWR: r.MaxSendWR, MaxRecvWR: r.MaxRecvWR, MaxSendSGE: r.MaxSendSGE,
+			MaxRecvSGE: r.MaxRecvSGE, MaxInlineData: r.MaxInlineData},
+		DestQPN: r.DestQPNum,
+	}
+}
+
+func (k *kernel) setOption(h uint32, level, name uint32, val []byte) error {
+	if len(val) == 0 {
+		return unix.EINVAL
+	}
+	buf := append([]byte(nil), val...) // heap, kept alive below
+	cmd := abi.UcmaSetOption{OptVal: abi.UcmaPtr(unsafe.Pointer(&buf[0])), ID: h, Level: level,
+		OptName: name, OptLen: uint32(len(buf))}
+	return exec(k, abi.UcmaCmdSetOption, &cmd, 0, unsafe.Pointer(&buf[0]))
+}
+
+func (k *kernel) notify(h uint32, event uint32) error {
+	cmd := abi.UcmaNotify{ID: h, Event: event}
+	return exec(k, abi.UcmaCmdNotify, &cmd, 0, nil)
+}
+
+func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uint32, error) {
+	resp := new(abi.UcmaCreateIDResp)
+	cmd := abi.UcmaJoinMcast{Response: abi.UcmaPtr(unsafe.Pointer(resp)), UID: uid, ID: h}
+	cmd.AddrSize = uint16(abi.PutSockaddr(cmd.Addr[:], netip.AddrPortFrom(addr, 0)))
+	if sendOnly {
+		cmd.JoinFlags = abi.UcmaMcJoinSendOnlyFullMember
+	}
+	if err := exec(k, abi.UcmaCmdJoinMcast, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
+		return 0, err
+	}
+	return resp.ID, nil
+}
+
+func (k *kernel) leave(mc uint32) (uint32, error) {
+	resp := new(abi.UcmaDestroyIDResp)
+	cmd := abi.UcmaDestroyID{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: mc}
+	if err := exec(k, abi.UcmaCmdLeaveMcast, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
+		return 0, err
+	}
+	return resp.EventsReported, nil
+}
+
+// longAgo is a deadline in the past: it wakes a blocked read at once.
+var longAgo = time.Unix(1, 0)
+
+// readEvents waits until the fd is readable, then issues GET_EVENT until
+// EAGAIN and hands each event to fn. Cancelling ctx sets a past read
+// deadline; a generation counter keeps a late cancellation from touching
+// the next reader's deadline.
+func (k *kernel) readEvents(ctx context.Context, fn func(*rawEvent)) error {
+	k.dlMu.Lock()
+	k.gen++
+	gen := k.gen
+	k.dlMu.Unlock()
+	dl, _ := ctx.Deadline()
+	if err := k.f.SetReadDeadline(dl); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		k.dlMu.Lock()
+		if k.gen == gen {
+			_ = k.f.SetReadDeadline(longAgo)
+		}
+		k.dlMu.Unlock()
+	})
+	k.raws = k.raws[:0]
+	var readErr error
+	err := k.rc.Read(func(fd uintptr) bool {
+		for {
+			cmd := abi.UcmaGetEvent{Response: abi.UcmaPtr(unsafe.Pointer(&k.resp))}
+			err := abi.UcmaExec(int(fd), abi.UcmaCmdGetEvent, &cmd, abi.SizeofUcmaEventResp, unsafe.Pointer(&k.resp))
+			switch err {
+			case nil:
+				k.raws = append(k.raws, decodeEvent(&k.resp))
+				continue
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return len(k.raws) > 0 // wait for readability if nothing came
+			}
+			readErr = err
+			return true
+		}
+	})
+	stop()
+	k.dlMu.Lock()
+	k.gen++
+	k.dlMu.Unlock()
+	for i := range k.raws {
+		fn(&k.raws[i])
+	}
+	clear(k.raws)
+	if err != nil {
+		return err
+	}
+	return readErr
+}
+
+// decodeEvent copies a GET_EVENT response into a rawEvent, decoding the
+// parameter union both ways.
+func decodeEvent(r *abi.UcmaEventResp) rawEvent {
+	ev := rawEvent{
+		uid: r.UID, handle: r.ID, typ: EventType(r.Event), status: r.Status,
+		ece: ece.ECE{VendorID: r.ECE.VendorID, Options: r.ECE.AttrMod},
+	}
+	c := r.Conn()
+	ev.conn = ConnParam{
+		PrivateData:        append([]byte(nil), c.PrivateData[:c.PrivateDataLen]...),
+		ResponderResources: c.ResponderResources,
+		InitiatorDepth:     c.InitiatorDepth,
+		FlowControl:        c.FlowControl != 0,
+		RetryCount:         c.RetryCount,
+		RNRRetryCount:      c.RNRRetryCount,
+		SRQ:                c.SRQ != 0,
+		QPNum:              c.QPNum,
+		QKey:               c.QKey,
+	}
+	u := r.UD()
+	ev.ud = UDParam{
+		QPNum:       u.QPNum,
+		QKey:        u.QKey,
+		AH:          ahFromUcma(&u.AHAttr),
+		PrivateData: append([]byte(nil), u.PrivateData[:u.PrivateDataLen]...),
+	}
+	return ev
+}

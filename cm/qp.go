@@ -1,0 +1,219 @@
+package cm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/qp"
+)
+
+// verbsQP is what a library QP needs from the verbs layer.
+type verbsQP interface {
+	QPN() uint32
+	Modify(a *qp.Attr, m qp.Mask) error
+	// QueryECE and SetECE return an error matching ErrNotSupported when
+	// the provider has no ECE (rxe).
+	QueryECE() (ece.ECE, error)
+	SetECE(e ece.ECE) error
+	HasSRQ() bool
+	Close() error
+}
+
+// QP is a QP created by the library on an ID (rdma_create_qp), with its
+// completion queues. The library moves it through INIT, RTR and RTS as the
+// connection progresses and owns its ECE.
+type QP struct {
+	v      verbsQP
+	extra  []interface{ Close() error } // CQs, channels, PD the library made
+	maxRD  uint8                        // device max_qp_rd_atom
+	maxIRD uint8                        // device max_qp_init_rd_atom
+	ud     bool
+	owner  *ID
+	// Verbs is the underlying verbs object (a *uverbs.QP) for posting
+	// work requests.
+	Verbs any
+}
+
+// QPN returns the QP number.
+func (q *QP) QPN() uint32 { return q.v.QPN() }
+
+// modifyFromCM moves the QP to state s with the attributes the CM gives
+// (INIT_QP_ATTR). resp and init override max_dest_rd_atomic and
+// max_rd_atomic unless MaxResources.
+func (q *QP) modifyFromCM(id *ID, s qp.State, resp, init uint8) error {
+	a, m, err := id.ch.b.initQPAttr(id.handle, s)
+	if err != nil {
+		return errnoError("InitQPAttr "+s.String(), err)
+	}
+	if s == qp.RTR && resp != MaxResources {
+		a.MaxDestRdAtomic = resp
+	}
+	if s == qp.RTS && init != MaxResources {
+		a.MaxRdAtomic = init
+	}
+	if err := q.v.Modify(&a, m); err != nil {
+		return fmt.Errorf("modify QP to %v: %w", s, err)
+	}
+	return nil
+}
+
+// toInit is the INIT step of rdma_create_qp (connected QPs), or INIT, RTR
+// and RTS for UD QPs (librdmacm ucma_init_ud_qp).
+func (q *QP) toInit(id *ID) error {
+	if err := q.modifyFromCM(id, qp.Init, MaxResources, MaxResources); err != nil {
+		return err
+	}
+	if !q.ud {
+		return nil
+	}
+	if err := q.v.Modify(&qp.Attr{State: qp.RTR}, qp.MaskState); err != nil {
+		return fmt.Errorf("modify UD QP to RTR: %w", err)
+	}
+	if err := q.v.Modify(&qp.Attr{State: qp.RTS}, qp.MaskState|qp.MaskSQPSN); err != nil {
+		return fmt.Errorf("modify UD QP to RTS: %w", err)
+	}
+	return nil
+}
+
+// toRTS refreshes INIT and moves the QP to RTR and RTS
+// (ucma_modify_qp_rtr, ucma_modify_qp_rts).
+func (q *QP) toRTS(id *ID, resp, init uint8) error {
+	if err := q.modifyFromCM(id, qp.Init, MaxResources, MaxResources); err != nil {
+		return err
+	}
+	if err := q.modifyFromCM(id, qp.RTR, resp, MaxResources); err != nil {
+		return err
+	}
+	return q.modifyFromCM(id, qp.RTS, MaxResources, init)
+}
+
+// toErr moves the QP to ERR, flushing its work requests.
+func (q *QP) toErr() { _ = q.v.Modify(&qp.Attr{State: qp.Err}, qp.MaskState) }
+
+// setECE requests e on the QP; a provider without ECE (or vendor 0, which
+// ibv_set_ece refuses with EOPNOTSUPP) is not an error.
+func (q *QP) setECE(e ece.ECE) error {
+	if e.VendorID == 0 {
+		return nil
+	}
+	if err := q.v.SetECE(e); err != nil && !errors.Is(err, ErrNotSupported) {
+		return fmt.Errorf("set ECE: %w", err)
+	}
+	return nil
+}
+
+// queryECE returns the QP's ECE, zero when the provider has none.
+func (q *QP) queryECE() (ece.ECE, error) {
+	e, err := q.v.QueryECE()
+	if errors.Is(err, ErrNotSupported) {
+		return ece.None, nil
+	}
+	if err != nil {
+		return ece.None, fmt.Errorf("query ECE: %w", err)
+	}
+	return e, nil
+}
+
+// negotiatedOptions returns the options the QP ended with (0 without ECE).
+func (q *QP) negotiatedOptions() (uint32, error) {
+	e, err := q.queryECE()
+	return e.Options, err
+}
+
+func (q *QP) destroy() error {
+	errs := []error{q.v.Close()}
+	for i := len(q.extra) - 1; i >= 0; i-- {
+		errs = append(errs, q.extra[i].Close())
+	}
+	return errors.Join(errs...)
+}
+
+// attachQP runs librdmacm's rdma_create_qp_ex steps on a new verbs QP:
+// query its ECE, on a passive ID answer the REQ's ECE (init_ece), move it
+// to INIT, and on a passive ID take the negotiated options
+// (set_local_ece). On failure the caller destroys the QP.
+func (id *ID) attachQP(q *QP) error {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.closed {
+		return fmt.Errorf("cm: CreateQP: %w", ErrClosed)
+	}
+	if err := id.st.createQP(); err != nil {
+		return err
+	}
+	local, err := q.queryECE()
+	if err != nil {
+		return fmt.Errorf("cm: CreateQP: %w", err)
+	}
+	if set, ok := id.st.libPassiveECE(local); ok {
+		if err := q.setECE(set); err != nil {
+			return fmt.Errorf("cm: CreateQP: %w", err)
+		}
+	}
+	if err := q.toInit(id); err != nil {
+		return fmt.Errorf("cm: CreateQP: %w", err)
+	}
+	if !id.st.remote.IsZero() {
+		n, err := q.negotiatedOptions()
+		if err != nil {
+			return fmt.Errorf("cm: CreateQP: %w", err)
+		}
+		local.Options = n
+	}
+	q.owner = id
+	id.qp = q
+	id.st.qpCreated(local)
+	return nil
+}
+
+// QP returns the library QP, nil if none.
+func (id *ID) QP() *QP {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.qp
+}
+
+// DestroyQP destroys the library QP and its CQs (rdma_destroy_qp).
+func (id *ID) DestroyQP() error {
+	id.mu.Lock()
+	q := id.qp
+	id.qp = nil
+	id.st.qpDestroyed()
+	id.mu.Unlock()
+	if q == nil {
+		return nil
+	}
+	return q.destroy()
+}
+
+// fillLibraryParam completes Connect/Accept parameters from the library
+// QP (number, SRQ) and resolves MaxResources. Called with id.mu held.
+func (id *ID) fillLibraryParam(p *ConnParam, active bool) error {
+	if id.qp != nil {
+		p.QPNum = id.qp.QPN()
+		p.SRQ = id.qp.v.HasSRQ()
+	}
+	maxRD, maxIRD := uint8(0), uint8(0)
+	if id.qp != nil {
+		maxRD, maxIRD = id.qp.maxRD, id.qp.maxIRD
+	}
+	resolve := func(v, peer, devMax uint8) uint8 {
+		if v != MaxResources {
+			return v
+		}
+		if active {
+			if devMax == 0 {
+				return 1
+			}
+			return devMax
+		}
+		if devMax != 0 && devMax < peer {
+			return devMax
+		}
+		return peer
+	}
+	p.ResponderResources = resolve(p.ResponderResources, id.reqConn.ResponderResources, maxRD)
+	p.InitiatorDepth = resolve(p.InitiatorDepth, id.reqConn.InitiatorDepth, maxIRD)
+	return nil
+}

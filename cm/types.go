@@ -1,0 +1,221 @@
+package cm
+
+import (
+	"fmt"
+
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/qp"
+)
+
+// PortSpace selects the service-ID space of an ID and with it the QP type
+// (IBTA Annex A11; enum rdma_ucm_port_space).
+type PortSpace uint16
+
+const (
+	// PortSpaceTCP: reliable connected (RC) QPs.
+	PortSpaceTCP PortSpace = 0x0106
+	// PortSpaceUDP: unreliable datagram (UD) QPs, SIDR.
+	PortSpaceUDP PortSpace = 0x0111
+	// PortSpaceIB: RC or UD, chosen by IDOptions.QPType.
+	PortSpaceIB PortSpace = 0x013F
+	// PortSpaceIPoIB: UD, the IPoIB service space.
+	PortSpaceIPoIB PortSpace = 0x0002
+)
+
+func (ps PortSpace) String() string {
+	switch ps {
+	case PortSpaceTCP:
+		return "TCP"
+	case PortSpaceUDP:
+		return "UDP"
+	case PortSpaceIB:
+		return "IB"
+	case PortSpaceIPoIB:
+		return "IPoIB"
+	}
+	return fmt.Sprintf("PortSpace(%#x)", uint16(ps))
+}
+
+// qpType is the QP type the kernel uses for the port space (ucma
+// ucma_get_qp_type).
+func (ps PortSpace) qpType(ib qp.QPType) (qp.QPType, bool) {
+	switch ps {
+	case PortSpaceTCP:
+		return qp.RC, true
+	case PortSpaceUDP, PortSpaceIPoIB:
+		return qp.UD, true
+	case PortSpaceIB:
+		if ib == 0 {
+			return qp.RC, true
+		}
+		return ib, ib == qp.RC || ib == qp.UD || ib == qp.UC
+	}
+	return 0, false
+}
+
+// EventType is an rdma_cm event (enum rdma_cm_event_type).
+type EventType uint32
+
+// The 20 rdma_cm event types.
+const (
+	EventAddrResolved     EventType = 0
+	EventAddrError        EventType = 1
+	EventRouteResolved    EventType = 2
+	EventRouteError       EventType = 3
+	EventConnectRequest   EventType = 4
+	EventConnectResponse  EventType = 5
+	EventConnectError     EventType = 6
+	EventUnreachable      EventType = 7
+	EventRejected         EventType = 8
+	EventEstablished      EventType = 9
+	EventDisconnected     EventType = 10
+	EventDeviceRemoval    EventType = 11
+	EventMulticastJoin    EventType = 12
+	EventMulticastError   EventType = 13
+	EventAddrChange       EventType = 14
+	EventTimewaitExit     EventType = 15
+	EventAddrInfoResolved EventType = 16
+	EventAddrInfoError    EventType = 17
+	EventUser             EventType = 18
+	EventInternal         EventType = 19
+	numEventTypes         EventType = 20
+)
+
+var eventNames = [numEventTypes]string{
+	"RDMA_CM_EVENT_ADDR_RESOLVED",
+	"RDMA_CM_EVENT_ADDR_ERROR",
+	"RDMA_CM_EVENT_ROUTE_RESOLVED",
+	"RDMA_CM_EVENT_ROUTE_ERROR",
+	"RDMA_CM_EVENT_CONNECT_REQUEST",
+	"RDMA_CM_EVENT_CONNECT_RESPONSE",
+	"RDMA_CM_EVENT_CONNECT_ERROR",
+	"RDMA_CM_EVENT_UNREACHABLE",
+	"RDMA_CM_EVENT_REJECTED",
+	"RDMA_CM_EVENT_ESTABLISHED",
+	"RDMA_CM_EVENT_DISCONNECTED",
+	"RDMA_CM_EVENT_DEVICE_REMOVAL",
+	"RDMA_CM_EVENT_MULTICAST_JOIN",
+	"RDMA_CM_EVENT_MULTICAST_ERROR",
+	"RDMA_CM_EVENT_ADDR_CHANGE",
+	"RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	"RDMA_CM_EVENT_ADDRINFO_RESOLVED",
+	"RDMA_CM_EVENT_ADDRINFO_ERROR",
+	"RDMA_CM_EVENT_USER",
+	"RDMA_CM_EVENT_INTERNAL",
+}
+
+// String returns the name rdma_event_str(3) gives the event.
+func (t EventType) String() string {
+	if t < numEventTypes {
+		return eventNames[t]
+	}
+	return "UNKNOWN EVENT"
+}
+
+// Known reports whether t is one of the 20 event types.
+func (t EventType) Known() bool { return t < numEventTypes }
+
+// MaxResources asks Connect and Accept for the device's maximum
+// responder resources or initiator depth (librdmacm RDMA_MAX_RESP_RES and
+// RDMA_MAX_INIT_DEPTH). It needs a library QP or a device known to the ID.
+const MaxResources uint8 = 0xff
+
+// ConnParam holds the parameters of Connect and Accept, and those the peer
+// sent in an event (struct rdma_conn_param).
+type ConnParam struct {
+	// PrivateData goes in the REQ, REP or REJ (at most 56 bytes in a REQ
+	// of an IP port space, 196 in a REP). In events it is the whole CM
+	// field, zero-padded: the peer's length is not carried.
+	PrivateData []byte
+	// ResponderResources is the number of RDMA reads and atomics the QP
+	// serves at once; InitiatorDepth the number it issues. In events they
+	// are the peer's values swapped to this side's point of view.
+	ResponderResources uint8
+	InitiatorDepth     uint8
+	FlowControl        bool
+	// RetryCount and RNRRetryCount are 3 bits each (7 = retry forever for
+	// RNR).
+	RetryCount    uint8
+	RNRRetryCount uint8
+	SRQ           bool
+	// QPNum is the number of an external QP (the application's own).
+	// With a library QP (CreateQP) it is taken from that QP.
+	QPNum uint32
+	// QKey is used only for AF_IB IDs.
+	QKey uint32
+	// DeclineECE makes Accept answer without ECE (vendor 0, options 0),
+	// explicitly, when the REQ offered ECE and the external QP does not
+	// use it. It conflicts with SetLocalECE.
+	DeclineECE bool
+}
+
+// UDParam holds the parameters of a UD event (struct rdma_ud_param): the
+// remote QP and how to reach it.
+type UDParam struct {
+	QPNum       uint32
+	QKey        uint32
+	AH          qp.AH
+	PrivateData []byte
+}
+
+// Event is one rdma_cm event. It and its PrivateData belong to the caller
+// until Ack; after Ack neither may be used.
+type Event struct {
+	Type EventType
+	// Status is the kernel's status: 0, a negative errno for error
+	// events, or the REJ reason for EventRejected. Err interprets it.
+	Status int32
+	// ID is the ID the event is for; for EventConnectRequest it is the
+	// new, passive ID.
+	ID *ID
+	// Listener is the listening ID of an EventConnectRequest.
+	Listener *ID
+	// Conn holds the peer's connection parameters (connected QP types).
+	Conn ConnParam
+	// UD holds the peer's UD parameters (UD QP types and multicast).
+	UD UDParam
+	// ECE is what the peer's REQ (EventConnectRequest) or REP
+	// (EventConnectResponse) carried; zero otherwise.
+	ECE ece.ECE
+	// Multicast is the group of EventMulticastJoin/EventMulticastError.
+	Multicast *Multicast
+
+	ch    *Channel
+	acked bool
+}
+
+// Err returns the event's status as an error: nil for success, a
+// *RejectError for EventRejected, and otherwise the errno wrapped with its
+// sentinel (ErrTimeout, ErrNoRoute, ...).
+func (e *Event) Err() error {
+	switch e.Type {
+	case EventRejected:
+		pd := e.Conn.PrivateData
+		if e.ID != nil && e.ID.udp {
+			pd = e.UD.PrivateData
+		}
+		return &RejectError{Reason: RejectReason(e.Status), PrivateData: append([]byte(nil), pd...)}
+	case EventUnreachable:
+		if e.Status == 0 {
+			return fmt.Errorf("cm: %v: %w", e.Type, ErrTimeout)
+		}
+		return fmt.Errorf("cm: %v: %w: %w", e.Type, ErrTimeout, statusErrno(e.Status))
+	case EventConnectError:
+		if e.Status == 0 {
+			return fmt.Errorf("cm: %v: %w", e.Type, ErrConnect)
+		}
+		return fmt.Errorf("cm: %v: %w: %w", e.Type, ErrConnect, statusErrno(e.Status))
+	case EventDisconnected:
+		return fmt.Errorf("cm: %v: %w", e.Type, ErrDisconnected)
+	case EventDeviceRemoval:
+		return fmt.Errorf("cm: %v: %w", e.Type, ErrNoDevice)
+	}
+	if e.Status == 0 {
+		return nil
+	}
+	return errnoError(e.Type.String(), statusErrno(e.Status))
+}
+
+func (e *Event) String() string {
+	return fmt.Sprintf("%v status=%d", e.Type, e.Status)
+}
