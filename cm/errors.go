@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/mad"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them (when
@@ -111,7 +112,9 @@ func (e *ECEUnansweredError) Is(target error) bool { return target == ErrECEOrde
 // CM REJ reason (IBTA vol. 1 §12.6.7.2), its name, the additional reject
 // information and the private data.
 type RejectError struct {
-	Reason      RejectReason
+	// Reason is the REJ reason; Reason.String() is its name, e.g.
+	// "vendor option is not supported" for 35.
+	Reason      mad.RejectReason
 	ARI         []byte
 	PrivateData []byte
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
 )
 
@@ -345,13 +346,13 @@ func (id *ID) Establish() error {
 // external QP, with private data (rdma_reject; REJ reason 28, consumer
 // defined).
 func (id *ID) Reject(privateData []byte) error {
-	return id.reject("Reject", privateData, 28)
+	return id.reject("Reject", privateData, uint8(mad.RejectConsumerDefined))
 }
 
 // RejectECE rejects with REJ reason 35, "vendor option not supported"
 // (rdma_reject_ece).
 func (id *ID) RejectECE(privateData []byte) error {
-	return id.reject("RejectECE", privateData, 35)
+	return id.reject("RejectECE", privateData, uint8(mad.RejectVendorOptionNotSupported))
 }
 
 func (id *ID) reject(op string, pd []byte, reason uint8) error {

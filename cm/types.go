@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
 )
 
@@ -194,7 +195,7 @@ func (e *Event) Err() error {
 		if e.ID != nil && e.ID.udp {
 			pd = e.UD.PrivateData
 		}
-		return &RejectError{Reason: RejectReason(e.Status), PrivateData: append([]byte(nil), pd...)}
+		return &RejectError{Reason: mad.RejectReason(e.Status), PrivateData: append([]byte(nil), pd...)}
 	case EventUnreachable:
 		if e.Status == 0 {
 			return fmt.Errorf("cm: %v: %w", e.Type, ErrTimeout)
