@@ -239,7 +239,7 @@ var definedBits = sync.OnceValue(func() map[AttributeID]*mad {
 // as a *FieldError wrapping ErrReservedNonZero with its byte offset. For
 // a MAD that passes, decoding and re-encoding gives b[:256] back exactly.
 // Besides the IBTA reserved fields it counts as reserved the SIDR_REP
-// byte Linux never writes (data 6, vendor ID bits 23:16).
+// byte Linux never writes (data 6, the top byte of VENDOR_ID_H).
 func CheckReserved(b []byte) error {
 	v, err := Parse(b)
 	if err != nil {

@@ -40,11 +40,18 @@ type Path struct {
 	LocalACKTimeout uint8
 }
 
-func (p *Path) check(c *widthChecker, base int, prefix string) {
-	c.check(prefix+"FlowLabel", base+36, uint64(p.FlowLabel), 20)
-	c.check(prefix+"PacketRate", base+39, uint64(p.PacketRate), 6)
-	c.check(prefix+"SL", base+42, uint64(p.SL), 4)
-	c.check(prefix+"LocalACKTimeout", base+43, uint64(p.LocalACKTimeout), 5)
+// pathFieldNames are the checked Path fields, for primary and alternate.
+var pathFieldNames = [2][4]string{
+	{"Primary.FlowLabel", "Primary.PacketRate", "Primary.SL", "Primary.LocalACKTimeout"},
+	{"Alternate.FlowLabel", "Alternate.PacketRate", "Alternate.SL", "Alternate.LocalACKTimeout"},
+}
+
+func (p *Path) check(c *widthChecker, base int, alternate bool) {
+	names := &pathFieldNames[bit(alternate)]
+	c.check(names[0], base+36, uint64(p.FlowLabel), 20)
+	c.check(names[1], base+39, uint64(p.PacketRate), 6)
+	c.check(names[2], base+42, uint64(p.SL), 4)
+	c.check(names[3], base+43, uint64(p.LocalACKTimeout), 5)
 }
 
 // REQ path layout (table 106, data 52 primary / 96 alternate):
@@ -143,8 +150,8 @@ func (m *REQ) check() error {
 	c.check("RNRRetryCount", cmData+50, uint64(m.RNRRetryCount), 3)
 	c.check("MaxCMRetries", cmData+51, uint64(m.MaxCMRetries), 4)
 	c.check("ExtendedTransportType", cmData+51, uint64(m.ExtendedTransportType), 3)
-	m.Primary.check(&c, cmData+52, "Primary.")
-	m.Alternate.check(&c, cmData+96, "Alternate.")
+	m.Primary.check(&c, cmData+52, false)
+	m.Alternate.check(&c, cmData+96, true)
 	if c.err == nil {
 		c.err = checkTransport(m.TransportServiceType, m.ExtendedTransportType)
 	}

@@ -83,8 +83,9 @@ type SIDRREP struct {
 	// clamps values above 72.
 	InfoLength uint8
 	// VendorID is the ECE vendor ID. Linux writes only bits 15:0 (data
-	// byte 7 and 11, ece.SplitSIDRREP), so encoding refuses a wider
-	// value; the options travel in Header.AttributeModifier.
+	// bytes 7 and 11, ece.SplitSIDRREP), so encoding refuses a wider
+	// value and decoding ignores data byte 6; the options travel in
+	// Header.AttributeModifier.
 	VendorID    uint32
 	QPN         uint32 // 24 bits
 	ServiceID   uint64
@@ -176,9 +177,13 @@ func (v SIDRREPView) VendorIDHigh() uint16 { return get16(v.p, cmData+6) }
 // VendorIDLow is the VENDOR_ID_L byte (data 11).
 func (v SIDRREPView) VendorIDLow() uint8 { return v.p[cmData+11] }
 
-// VendorID joins the two vendor fields (ece.JoinSIDRREP). The kernel
-// does not parse SIDR_REP ECE.
-func (v SIDRREPView) VendorID() uint32 { return ece.JoinSIDRREP(v.VendorIDHigh(), v.VendorIDLow()) }
+// VendorID joins the vendor fields as Linux writes them (bits 15:0;
+// ece.JoinSIDRREP). The top byte of VENDOR_ID_H (data 6), which Linux
+// never writes, is treated as reserved: see VendorIDHigh for the raw
+// field. The kernel does not parse SIDR_REP ECE.
+func (v SIDRREPView) VendorID() uint32 {
+	return ece.JoinSIDRREP(v.VendorIDHigh()&0xff, v.VendorIDLow())
+}
 
 // ECE returns the vendor ID and the AttributeModifier options.
 func (v SIDRREPView) ECE() ece.ECE {
