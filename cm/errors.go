@@ -120,7 +120,7 @@ type RejectError struct {
 }
 
 func (e *RejectError) Error() string {
-	return fmt.Sprintf("cm: connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
+	return fmt.Sprintf("connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
 }
 
 // Is matches ErrRejected.

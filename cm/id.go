@@ -468,7 +468,7 @@ func (id *ID) GetEvent(ctx context.Context) (*Event, error) {
 func (id *ID) complete(ctx context.Context, op string, want ...EventType) (EventType, error) {
 	ev, err := id.GetEvent(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("cm: %s: %w", op, err)
+		return 0, err
 	}
 	defer ev.Ack()
 	for _, w := range want {

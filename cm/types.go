@@ -197,24 +197,30 @@ func (e *Event) Err() error {
 		}
 		return &RejectError{Reason: mad.RejectReason(e.Status), PrivateData: append([]byte(nil), pd...)}
 	case EventUnreachable:
-		if e.Status == 0 {
-			return fmt.Errorf("cm: %v: %w", e.Type, ErrTimeout)
-		}
-		return fmt.Errorf("cm: %v: %w: %w", e.Type, ErrTimeout, statusErrno(e.Status))
+		return e.wrap(ErrTimeout)
 	case EventConnectError:
-		if e.Status == 0 {
-			return fmt.Errorf("cm: %v: %w", e.Type, ErrConnect)
-		}
-		return fmt.Errorf("cm: %v: %w: %w", e.Type, ErrConnect, statusErrno(e.Status))
+		return e.wrap(ErrConnect)
 	case EventDisconnected:
-		return fmt.Errorf("cm: %v: %w", e.Type, ErrDisconnected)
+		return e.wrap(ErrDisconnected)
 	case EventDeviceRemoval:
-		return fmt.Errorf("cm: %v: %w", e.Type, ErrNoDevice)
+		return e.wrap(ErrNoDevice)
 	}
 	if e.Status == 0 {
 		return nil
 	}
-	return errnoError(e.Type.String(), statusErrno(e.Status))
+	errno := statusErrno(e.Status)
+	if s := classify(errno); s != nil {
+		return fmt.Errorf("%v: %w: %w", e.Type, s, errno)
+	}
+	return fmt.Errorf("%v: %w", e.Type, errno)
+}
+
+// wrap names the event, its sentinel and, if any, its errno.
+func (e *Event) wrap(sentinel error) error {
+	if e.Status == 0 {
+		return fmt.Errorf("%v: %w", e.Type, sentinel)
+	}
+	return fmt.Errorf("%v: %w: %w", e.Type, sentinel, statusErrno(e.Status))
 }
 
 func (e *Event) String() string {
