@@ -136,6 +136,17 @@ func (m *REQ) SetPrivateData(p []byte) error {
 func (m *REQ) AttributeID() AttributeID { return AttrREQ }
 
 func (m *REQ) check() error {
+	// Fast path: one test for every narrow field.
+	wide := (m.VendorID|m.LocalQPN|m.LocalEECN|m.RemoteEECN|m.StartingPSN)>>24 |
+		(m.Primary.FlowLabel|m.Alternate.FlowLabel)>>20 |
+		uint32(m.RemoteCMResponseTimeout|m.LocalCMResponseTimeout|m.Primary.LocalACKTimeout|m.Alternate.LocalACKTimeout)>>5 |
+		uint32(m.Primary.PacketRate|m.Alternate.PacketRate)>>6 |
+		uint32(byte(m.PathMTU)|m.MaxCMRetries|m.Primary.SL|m.Alternate.SL)>>4 |
+		uint32(m.RetryCount|m.RNRRetryCount|byte(m.ExtendedTransportType))>>3 |
+		uint32(m.TransportServiceType)>>2
+	if wide == 0 && m.TransportServiceType != TransportExtended {
+		return nil
+	}
 	c := widthChecker{attr: AttrREQ}
 	c.check("VendorID", cmData+5, uint64(m.VendorID), 24)
 	c.check("LocalQPN", cmData+32, uint64(m.LocalQPN), 24)
@@ -167,7 +178,7 @@ func checkTransport(t TransportServiceType, x ExtendedTransportType) error {
 }
 
 func (m *REQ) put(p *mad) {
-	clear(p[HeaderSize:])
+	clear(p[HeaderSize : cmData+140]) // private data is copied whole below
 	m.Header.put(p, AttrREQ, MethodSend)
 	put32(p, cmData+0, m.LocalCommID)
 	put24(p, cmData+5, m.VendorID)
