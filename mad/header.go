@@ -66,12 +66,8 @@ const (
 	AttrAPR           AttributeID = 0x001A
 )
 
-var attrNames = [...]string{
-	AttrREQ - AttrREQ: "REQ", AttrMRA - AttrREQ: "MRA", AttrREJ - AttrREQ: "REJ",
-	AttrREP - AttrREQ: "REP", AttrRTU - AttrREQ: "RTU", AttrDREQ - AttrREQ: "DREQ",
-	AttrDREP - AttrREQ: "DREP", AttrSIDRREQ - AttrREQ: "SIDR_REQ",
-	AttrSIDRREP - AttrREQ: "SIDR_REP", AttrLAP - AttrREQ: "LAP", AttrAPR - AttrREQ: "APR",
-}
+// attrNames is indexed by AttributeID - AttrREQ.
+var attrNames = [...]string{"REQ", "MRA", "REJ", "REP", "RTU", "DREQ", "DREP", "SIDR_REQ", "SIDR_REP", "LAP", "APR"}
 
 // Known reports whether a is one of the CM attributes above.
 func (a AttributeID) Known() bool {
