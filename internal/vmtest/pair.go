@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -250,7 +249,7 @@ func InstallAgent(ctx context.Context, dst string) error {
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return fmt.Errorf("vmtest: no go command to build vmagent (put it on PATH, or set VMTEST_AGENT): %w", err)
 	}
 	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-o", dst, "github.com/go-rdma/rdmacm/internal/vmtest/cmd/vmagent")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
