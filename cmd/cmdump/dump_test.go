@@ -366,3 +366,35 @@ func FuzzCmdump(f *testing.F) {
 		}
 	})
 }
+
+// TestRealCaptures decodes the real kernel captures of mad/testdata: no
+// frame is malformed (the ICRC the kernel computed checks) and the output
+// matches testdata/real-captures.txt, ECE included.
+func TestRealCaptures(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "..", "mad", "testdata", "captures", "*.pcap"))
+	mustSet(t, err)
+	if len(paths) == 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no golden captures in mad/testdata/captures")
+		}
+		t.Skip("no golden captures")
+	}
+	status, out, errOut := runCmdump(t, nil, paths...)
+	if status != exitOK || !strings.HasSuffix(errOut, " 0 skipped (not CM), 0 malformed\n") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("status %d, stderr:\n%s", status, errOut)
+	}
+	golden := filepath.Join("testdata", "real-captures.txt")
+	if *update {
+		mustSet(t, os.WriteFile(golden, []byte(out), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	mustSet(t, err)
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Errorf("output differs from %s (-want +got); rerun with -update after checking:\n%s", golden, diff)
+	}
+	for _, want := range []string{"REQ", "ece=0x15b3/0x30000001", "REP", "ece=0x15b3/0x30000003", "reason=35 (vendor option is not supported)", "ece=none"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/bits"
 	"net/netip"
 	"os"
@@ -371,6 +372,52 @@ func TestTsharkIndependentDecode(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "cm.pcap")
 	mustSet(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	var msgs []mad.Message
+	for _, c := range cases {
+		msgs = append(msgs, c.msg)
+	}
+	compareWithTshark(t, tshark, path, msgs, frames)
+
+	// The real kernel captures: tshark and package mad must agree on every
+	// field of every message there too.
+	captures, err := filepath.Glob(filepath.Join("..", "..", "mad", "testdata", "captures", "*.pcap"))
+	mustSet(t, err)
+	if len(captures) == 0 && os.Getenv("CI") == "true" {
+		t.Error("no golden captures in mad/testdata/captures")
+	}
+	for _, capture := range captures {
+		t.Run(filepath.Base(capture), func(t *testing.T) {
+			data, err := os.ReadFile(capture)
+			mustSet(t, err)
+			r, err := pcap.NewReader(bytes.NewReader(data))
+			mustSet(t, err)
+			var msgs []mad.Message
+			var frames [][]byte
+			for {
+				rec, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				mustSet(t, err)
+				frame := append([]byte(nil), rec.Data...)
+				p, err := roce.Decode(frame)
+				mustSet(t, err)
+				raw, err := p.MAD()
+				mustSet(t, err)
+				v, err := mad.Parse(raw)
+				mustSet(t, err)
+				msgs = append(msgs, v.DecodeMessage())
+				frames = append(frames, frame)
+			}
+			compareWithTshark(t, tshark, capture, msgs, frames)
+		})
+	}
+}
+
+// compareWithTshark runs tshark on the pcap at path, whose frames are
+// frames carrying msgs, and compares what it decodes with the structs.
+func compareWithTshark(t *testing.T, tshark, path string, msgs []mad.Message, frames [][]byte) {
+	t.Helper()
 	// Like Linux rxe, roce sends a zero UDP checksum, which IPv6 allows
 	// for tunnels (RFC 6935); tell tshark so.
 	cmd := exec.Command(tshark, "-n", "-r", path, "-T", "json", "-o", "ip.check_checksum:TRUE", "-o", "udp.ignore_ipv6_zero_checksum:TRUE")
@@ -381,13 +428,15 @@ func TestTsharkIndependentDecode(t *testing.T) {
 		t.Fatalf("tshark: %v\n%s", err, stderr.String())
 	}
 	packets := readTsharkJSON(t, out)
-	if len(packets) != len(cases) {
-		t.Fatalf("tshark decoded %d packets, want %d", len(packets), len(cases))
+	if len(packets) != len(msgs) {
+		t.Fatalf("tshark decoded %d packets, want %d", len(packets), len(msgs))
 	}
 	for i, fields := range packets {
-		m := cases[i]
-		name := fmt.Sprintf("%d-%s", i+1, m.msg.AttributeID())
-		if m.overIPv6 {
+		msg := msgs[i]
+		p, err := roce.Decode(frames[i])
+		mustSet(t, err)
+		name := fmt.Sprintf("%d-%s", i+1, msg.AttributeID())
+		if p.IsIPv6() {
 			name += "-IPv6"
 		}
 		t.Run(name, func(t *testing.T) {
@@ -402,11 +451,11 @@ func TestTsharkIndependentDecode(t *testing.T) {
 				}
 				byName[f.name] = f.value
 			}
-			if diff := cmp.Diff([]string(expectMessage(t, m.msg, !m.overIPv6)), cm); diff != "" {
-				t.Errorf("%s: tshark's CM fields differ from the struct (-struct +tshark):\n%s", m.comment, diff)
+			if diff := cmp.Diff([]string(expectMessage(t, msg, !p.IsIPv6())), cm); diff != "" {
+				t.Errorf("tshark's CM fields differ from the struct (-struct +tshark):\n%s", diff)
 			}
-			checkHeaders(t, byName, m.msg, frames[i], m.overIPv6)
-			if req, ok := m.msg.(*mad.REQ); ok {
+			checkHeaders(t, byName, msg, frames[i], p.IsIPv6())
+			if req, ok := msg.(*mad.REQ); ok {
 				data := parseColonHex(t, byName["infiniband.mad.data"])
 				checkFlowLabelAndRate(t, data, byName, "prim_", req.Primary, 88)
 				checkFlowLabelAndRate(t, data, byName, "alt_", req.Alternate, 132)
