@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 )
 
@@ -183,6 +184,11 @@ func (c *Channel) wait(ctx context.Context, take func() (*Event, error)) (*Event
 				}
 				if ctxErr := ctx.Err(); ctxErr != nil {
 					return nil, ctxError(ctxErr)
+				}
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					// The fd deadline (ctx's deadline) fired before ctx's
+					// own timer.
+					return nil, ctxError(context.DeadlineExceeded)
 				}
 				return nil, errnoError("get event", err)
 			}

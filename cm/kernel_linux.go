@@ -86,7 +86,7 @@ func (k *kernel) name() string { return BackendKernel }
 func (k *kernel) close() error { return k.f.Close() }
 
 // exec runs one command on the fd.
-func exec[T any](k *kernel, cmd uint32, body *T, out int, keep unsafe.Pointer) error {
+func ucmaCmd[T any](k *kernel, cmd uint32, body *T, out int, keep unsafe.Pointer) error {
 	return execIn(k, cmd, body, int(unsafe.Sizeof(*body)), out, keep)
 }
 
@@ -109,7 +109,7 @@ func execIn[T any](k *kernel, cmd uint32, body *T, in, out int, keep unsafe.Poin
 func (k *kernel) createID(uid uint64, ps PortSpace, t qp.QPType) (uint32, error) {
 	resp := new(abi.UcmaCreateIDResp)
 	cmd := abi.UcmaCreateID{UID: uid, Response: abi.UcmaPtr(unsafe.Pointer(resp)), PS: uint16(ps), QPType: uint8(t)}
-	if err := exec(k, abi.UcmaCmdCreateID, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
+	if err := ucmaCmd(k, abi.UcmaCmdCreateID, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
 		return 0, err
 	}
 	return resp.ID, nil
@@ -118,7 +118,7 @@ func (k *kernel) createID(uid uint64, ps PortSpace, t qp.QPType) (uint32, error)
 func (k *kernel) destroyID(h uint32) (uint32, error) {
 	resp := new(abi.UcmaDestroyIDResp)
 	cmd := abi.UcmaDestroyID{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h}
-	if err := exec(k, abi.UcmaCmdDestroyID, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
+	if err := ucmaCmd(k, abi.UcmaCmdDestroyID, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
 		return 0, err
 	}
 	return resp.EventsReported, nil
@@ -127,7 +127,7 @@ func (k *kernel) destroyID(h uint32) (uint32, error) {
 func (k *kernel) bind(h uint32, addr netip.AddrPort) error {
 	cmd := abi.UcmaBind{ID: h}
 	cmd.AddrSize = uint16(abi.PutSockaddr(cmd.Addr[:], addr))
-	return exec(k, abi.UcmaCmdBind, &cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdBind, &cmd, 0, nil)
 }
 
 func timeoutMS(d time.Duration) uint32 {
@@ -147,18 +147,18 @@ func (k *kernel) resolveAddr(h uint32, src, dst netip.AddrPort, timeout time.Dur
 		cmd.SrcSize = uint16(abi.PutSockaddr(cmd.SrcAddr[:], src))
 	}
 	cmd.DstSize = uint16(abi.PutSockaddr(cmd.DstAddr[:], dst))
-	return exec(k, abi.UcmaCmdResolveAddr, &cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdResolveAddr, &cmd, 0, nil)
 }
 
 func (k *kernel) resolveRoute(h uint32, timeout time.Duration) error {
 	cmd := abi.UcmaResolveRoute{ID: h, TimeoutMS: timeoutMS(timeout)}
-	return exec(k, abi.UcmaCmdResolveRoute, &cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdResolveRoute, &cmd, 0, nil)
 }
 
 func (k *kernel) queryAddr(h uint32) (AddrInfo, error) {
 	resp := new(abi.UcmaQueryAddrResp)
 	cmd := abi.UcmaQuery{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h, Option: abi.UcmaQueryAddr}
-	if err := exec(k, abi.UcmaCmdQuery, &cmd, abi.SizeofUcmaQueryAddrResp, unsafe.Pointer(resp)); err != nil {
+	if err := ucmaCmd(k, abi.UcmaCmdQuery, &cmd, abi.SizeofUcmaQueryAddrResp, unsafe.Pointer(resp)); err != nil {
 		return AddrInfo{}, err
 	}
 	var ai AddrInfo
@@ -183,7 +183,7 @@ func (k *kernel) queryPath(h uint32) ([]PathRecord, error) {
 	const maxPaths = 2
 	buf := make([]byte, abi.SizeofUcmaQueryPathResp+maxPaths*abi.SizeofUcmaPathRecData)
 	cmd := abi.UcmaQuery{Response: abi.UcmaPtr(unsafe.Pointer(&buf[0])), ID: h, Option: abi.UcmaQueryPath}
-	if err := exec(k, abi.UcmaCmdQuery, &cmd, len(buf), unsafe.Pointer(&buf[0])); err != nil {
+	if err := ucmaCmd(k, abi.UcmaCmdQuery, &cmd, len(buf), unsafe.Pointer(&buf[0])); err != nil {
 		return nil, err
 	}
 	n := min(int(binary.NativeEndian.Uint32(buf)), maxPaths)
@@ -223,7 +223,7 @@ func (k *kernel) listen(h uint32, backlog int) error {
 		backlog = 0
 	}
 	cmd := abi.UcmaListen{ID: h, Backlog: uint32(backlog)}
-	return exec(k, abi.UcmaCmdListen, &cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdListen, &cmd, 0, nil)
 }
 
 func putConnParam(dst *abi.UcmaConnParam, p *ConnParam) {
@@ -262,7 +262,7 @@ func (k *kernel) connect(h uint32, p *ConnParam, e ece.ECE) error {
 	putConnParam(&cmd.ConnParam, p)
 	cmd.ID = h
 	cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
-	return exec(k, abi.UcmaCmdConnect, cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdConnect, cmd, 0, nil)
 }
 
 func (k *kernel) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
@@ -276,7 +276,7 @@ func (k *kernel) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
 		putConnParam(&cmd.ConnParam, p)
 		cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
 	}
-	return exec(k, abi.UcmaCmdAccept, cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdAccept, cmd, 0, nil)
 }
 
 func (k *kernel) reject(h uint32, pd []byte, reason uint8) error {
@@ -284,18 +284,18 @@ func (k *kernel) reject(h uint32, pd []byte, reason uint8) error {
 	cmd.ID = h
 	cmd.Reason = reason
 	cmd.PrivateDataLen = uint8(copy(cmd.PrivateData[:], pd))
-	return exec(k, abi.UcmaCmdReject, cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdReject, cmd, 0, nil)
 }
 
 func (k *kernel) disconnect(h uint32) error {
 	cmd := abi.UcmaDisconnect{ID: h}
-	return exec(k, abi.UcmaCmdDisconnect, &cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdDisconnect, &cmd, 0, nil)
 }
 
 func (k *kernel) initQPAttr(h uint32, s qp.State) (qp.Attr, qp.Mask, error) {
 	resp := new(abi.UcmaQPAttr)
 	cmd := abi.UcmaInitQPAttr{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h, QPState: uint32(s)}
-	if err := exec(k, abi.UcmaCmdInitQPAttr, &cmd, abi.SizeofUcmaQPAttr, unsafe.Pointer(resp)); err != nil {
+	if err := ucmaCmd(k, abi.UcmaCmdInitQPAttr, &cmd, abi.SizeofUcmaQPAttr, unsafe.Pointer(resp)); err != nil {
 		return qp.Attr{}, 0, err
 	}
 	return qpAttrFromUcma(resp), qp.Mask(resp.QPAttrMask), nil
@@ -345,12 +345,12 @@ func (k *kernel) setOption(h uint32, level, name uint32, val []byte) error {
 	buf := append([]byte(nil), val...) // heap, kept alive below
 	cmd := abi.UcmaSetOption{OptVal: abi.UcmaPtr(unsafe.Pointer(&buf[0])), ID: h, Level: level,
 		OptName: name, OptLen: uint32(len(buf))}
-	return exec(k, abi.UcmaCmdSetOption, &cmd, 0, unsafe.Pointer(&buf[0]))
+	return ucmaCmd(k, abi.UcmaCmdSetOption, &cmd, 0, unsafe.Pointer(&buf[0]))
 }
 
 func (k *kernel) notify(h uint32, event uint32) error {
 	cmd := abi.UcmaNotify{ID: h, Event: event}
-	return exec(k, abi.UcmaCmdNotify, &cmd, 0, nil)
+	return ucmaCmd(k, abi.UcmaCmdNotify, &cmd, 0, nil)
 }
 
 func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uint32, error) {
@@ -360,7 +360,7 @@ func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uin
 	if sendOnly {
 		cmd.JoinFlags = abi.UcmaMcJoinSendOnlyFullMember
 	}
-	if err := exec(k, abi.UcmaCmdJoinMcast, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
+	if err := ucmaCmd(k, abi.UcmaCmdJoinMcast, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
 		return 0, err
 	}
 	return resp.ID, nil
@@ -369,7 +369,7 @@ func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uin
 func (k *kernel) leave(mc uint32) (uint32, error) {
 	resp := new(abi.UcmaDestroyIDResp)
 	cmd := abi.UcmaDestroyID{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: mc}
-	if err := exec(k, abi.UcmaCmdLeaveMcast, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
+	if err := ucmaCmd(k, abi.UcmaCmdLeaveMcast, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
 		return 0, err
 	}
 	return resp.EventsReported, nil

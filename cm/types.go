@@ -3,6 +3,8 @@ package cm
 import (
 	"fmt"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
@@ -209,6 +211,11 @@ func (e *Event) Err() error {
 		return nil
 	}
 	errno := statusErrno(e.Status)
+	if errno == unix.ENODEV && (e.Type == EventAddrError || e.Type == EventRouteError) {
+		// The destination resolved, but through a netdev without an
+		// RDMA device (cma_acquire_dev_by_src_ip).
+		return fmt.Errorf("%v: %w: %w", e.Type, ErrNoRoute, errno)
+	}
 	if s := classify(errno); s != nil {
 		return fmt.Errorf("%v: %w: %w", e.Type, s, errno)
 	}

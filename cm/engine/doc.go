@@ -1,0 +1,56 @@
+// Package engine is a user-space InfiniBand Communication Manager (IBTA
+// vol. 1 chapter 12) written as a sans-I/O state machine, in the manner of
+// etcd raft's RawNode. It follows the Linux kernel's CM
+// (drivers/infiniband/core/cm.c) wherever the kernel and the IBTA text
+// leave room for choice, so that a Linux peer cannot tell it from the
+// kernel's CM plus rdma_cm.
+//
+// The engine has no goroutines, clock, file descriptors or randomness.
+// Everything comes in through method calls and goes out through a Ready
+// record:
+//
+//   - inputs: API calls (Listen, Connect, Accept, Reject, MRA, Establish,
+//     Disconnect, ResolveSIDR, ReplySIDR, Notify, Destroy), a received MAD
+//     with its address (Receive), and the passage of time (Tick). Every
+//     input carries the current time; the engine never reads a clock.
+//   - outputs (Ready): MADs to send with their destinations, events for the
+//     user, QP transitions to apply (qp.Attr and qp.Mask, valid per
+//     qp.Check) for connections whose QP the engine drives, and the next
+//     deadline at which Tick must be called.
+//
+// Communication IDs, transaction IDs and PSNs come from the injected
+// Source. NewSeededSource gives a deterministic one for tests; a real
+// transport injects a random one.
+//
+// # The caller's duties
+//
+//  1. Feed every received CM MAD to Receive with the address it came from.
+//  2. After any input, if HasReady, take Ready, send its Messages in
+//     order, apply its QPTransitions in order (stop at the first that
+//     fails and Reject or Destroy the ID), deliver its Events, then call
+//     Advance. Slices in the Ready (PrivateData, ARI) stay valid until
+//     Advance.
+//  3. Call Tick at or after Ready.Deadline (zero means no timer is armed).
+//  4. Destroy every ID it no longer needs; an ID in TimeWait keeps its
+//     communication ID reserved until TimeWait ends, even once destroyed.
+//
+// # Kernel behaviour followed
+//
+// Timers use the kernel's approximation of 4.096 µs × 2^n as 2^(n-8) ms
+// (cm_convert_to_ms). A REQ is resent every 2 × PacketLifeTime + remote CM
+// response timeout, a REP and a DREQ every local CM response timeout of the
+// REQ, MaxCMRetries times; an MRA replaces the wait with its service
+// timeout plus the path's ACK timeout. When retries run out the engine
+// reports ReqError, RepError or DreqError and sends nothing (the kernel's
+// cm_process_send_error sends no REJ). TimeWait lasts the QP's local ACK
+// timeout (cm_enter_timewait).
+//
+// Like the rdma_cm, the engine arms a delayed MRA on the passive side once a
+// REQ is reported, and on the active side once a REP is reported: no MRA is
+// sent unless a duplicate REQ or REP arrives. LAP and APR are dropped, as
+// Linux does on RoCE ports (cm_lap_handler, cm_apr_handler).
+//
+// ECE is carried, never interpreted: the REQ and REP events carry the
+// peer's ECE, Connect and Accept take the ECE to send. The ordering rule
+// (no REP before the local ECE is set or declined) belongs to package cm.
+package engine
