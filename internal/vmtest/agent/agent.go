@@ -185,6 +185,12 @@ func (c *Client) Run(ctx context.Context, cmd Cmd) (*Result, error) {
 	return p.Wait(ctx)
 }
 
+// Attach returns the Process for a job started earlier (by another
+// process, say) with the given ID; timeout bounds Wait like Cmd.Timeout.
+func (c *Client) Attach(id string, timeout time.Duration) *Process {
+	return &Process{c: c, ID: id, Cmd: Cmd{Script: "job " + id, Timeout: timeout}}
+}
+
 // Process is a job started by Client.Start.
 type Process struct {
 	c   *Client

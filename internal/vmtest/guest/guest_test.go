@@ -135,3 +135,25 @@ func TestRpingAcrossGuests(t *testing.T) {
 		t.Errorf("capture: %v, size %d, want 5 CM packets", err, fi.Size())
 	}
 }
+
+// TestModulesMatchEnvironment: VMTEST_NOMODS names exactly the modules the
+// guests left out (vmexec -nocm-a/-nocm-b).
+func TestModulesMatchEnvironment(t *testing.T) {
+	guest.Require(t)
+	ctx := ctxFor(t, time.Minute)
+	for _, m := range []*guest.Machine{guest.Local(), guest.Peer()} {
+		skipped := map[string]bool{}
+		for _, n := range m.NoMods {
+			skipped[n] = true
+		}
+		for _, mod := range []string{"ib_cm", "rdma_cm", "rdma_ucm", "ib_umad", "rdma_rxe"} {
+			loaded, err := m.HasModule(ctx, mod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loaded == skipped[mod] {
+				t.Errorf("guest %s: module %s loaded=%v but VMTEST_NOMODS=%v", m.Name, mod, loaded, m.NoMods)
+			}
+		}
+	}
+}

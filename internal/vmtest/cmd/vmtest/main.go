@@ -7,7 +7,9 @@
 //	                                    neither, keep them up until Ctrl-C
 //	vmtest shell [flags]                boot one guest with a shell on this terminal
 //	vmtest run SHARE GUEST SCRIPT       run SCRIPT in guest GUEST of a pair booted by
-//	                                    `vmtest pair -share SHARE`
+//	                                    `vmtest pair -share SHARE`; exit with its status
+//	vmtest start SHARE GUEST SCRIPT     start SCRIPT in the background there; print its job ID
+//	vmtest stop SHARE GUEST ID          stop that job (SIGTERM), print its output
 package main
 
 import (
@@ -27,9 +29,11 @@ import (
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   vmtest prepare
-  vmtest pair [-share DIR] [-nocm-a] [-nocm-b] [-accel kvm|tcg] [-debug] [-a SCRIPT] [-b SCRIPT] [-timeout D]
+  vmtest pair [-share DIR] [-nocm-a] [-nocm-b] [-accel kvm|tcg] [-debug] [-boot-timeout D] [-a SCRIPT] [-b SCRIPT] [-timeout D]
   vmtest shell [-share DIR] [-nocm] [-accel kvm|tcg] [-debug]
-  vmtest run SHARE GUEST SCRIPT`)
+  vmtest run SHARE GUEST SCRIPT
+  vmtest start SHARE GUEST SCRIPT
+  vmtest stop SHARE GUEST ID`)
 	os.Exit(2)
 }
 
@@ -48,7 +52,11 @@ func main() {
 	case "shell":
 		err = shell(ctx, os.Args[2:])
 	case "run":
-		err = run(ctx, os.Args[2:])
+		os.Exit(run(ctx, os.Args[2:]))
+	case "start":
+		err = start(ctx, os.Args[2:])
+	case "stop":
+		err = stopJob(ctx, os.Args[2:])
 	default:
 		usage()
 	}
@@ -79,8 +87,9 @@ func pair(ctx context.Context, args []string) error {
 	scriptA := fs.String("a", "", "shell script to run in guest a")
 	scriptB := fs.String("b", "", "shell script to run in guest b (started first, in the background)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "timeout for the scripts")
+	bootTimeout := fs.Duration("boot-timeout", vmtest.DefaultBootTimeout, "timeout for booting each guest")
 	fs.Parse(args)
-	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug}
+	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug, BootTimeout: *bootTimeout}
 	if *nocmA {
 		opts.SkipModulesA = vmtest.CMModules
 	}
@@ -144,12 +153,50 @@ func shell(ctx context.Context, args []string) error {
 	return vmtest.Shell(ctx, opts)
 }
 
-func run(ctx context.Context, args []string) error {
+func run(ctx context.Context, args []string) int {
 	if len(args) != 3 {
 		usage()
 	}
 	m := vmtest.Attach(args[0], args[1])
 	r, err := m.Run(ctx, args[2])
+	if r == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Print(r.Stdout)
+	fmt.Fprint(os.Stderr, r.Stderr)
+	switch {
+	case r.Success():
+		return 0
+	case r.ExitCode > 0:
+		return r.ExitCode
+	}
+	fmt.Fprintf(os.Stderr, "vmtest run: timed out %v, signal %q, error %q\n", r.TimedOut, r.Signal, r.Error)
+	return 1
+}
+
+// backgroundTimeout bounds jobs started with `vmtest start`.
+const backgroundTimeout = 4 * time.Hour
+
+func start(ctx context.Context, args []string) error {
+	if len(args) != 3 {
+		usage()
+	}
+	m := vmtest.Attach(args[0], args[1])
+	p, err := m.Agent().Start(ctx, agent.Cmd{Script: args[2], Timeout: backgroundTimeout})
+	if err != nil {
+		return err
+	}
+	fmt.Println(p.ID)
+	return nil
+}
+
+func stopJob(ctx context.Context, args []string) error {
+	if len(args) != 3 {
+		usage()
+	}
+	m := vmtest.Attach(args[0], args[1])
+	r, err := m.Agent().Attach(args[2], backgroundTimeout).Stop(ctx)
 	if r != nil {
 		fmt.Print(r.Stdout)
 		fmt.Fprint(os.Stderr, r.Stderr)
