@@ -629,3 +629,47 @@ func TestKernelCloseInterruptsGetEvent(t *testing.T) {
 		t.Fatalf("GetEvent with a deadline: %v", err)
 	}
 }
+
+// TestKernelQueryRoute reads the addresses, device and path the kernel
+// resolved (QUERY ADDR and QUERY PATH).
+func TestKernelQueryRoute(t *testing.T) {
+	ch := kernelChannel(t)
+	ctx := kctx(t, 20*time.Second)
+	local := localAddr(t)
+	dst := netip.AddrPortFrom(local, freePort())
+	id, _ := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	defer id.Destroy()
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveRoute(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	ai, err := id.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("addr info %+v", ai)
+	// RoCE: QUERY ADDR reports P_Key 0 (ib_addr_get_pkey of an Ethernet
+	// device address); the path record carries 0xffff.
+	if ai.Dst != dst || ai.Src.Addr() != local || !ai.HasDevice || ai.Port != 1 {
+		t.Fatalf("addr info %+v", ai)
+	}
+	if id.RemoteAddr() != dst || id.LocalAddr().Addr() != local {
+		t.Fatalf("LocalAddr %v RemoteAddr %v", id.LocalAddr(), id.RemoteAddr())
+	}
+	prs, err := id.Route()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("path records %+v", prs)
+	if len(prs) != 1 {
+		t.Fatalf("%d path records", len(prs))
+	}
+	pr := prs[0]
+	v4 := local.As4()
+	mapped := [16]byte{10: 0xff, 11: 0xff, 12: v4[0], 13: v4[1], 14: v4[2], 15: v4[3]}
+	if pr.SGID != mapped || pr.DGID != mapped || pr.PKey != 0xffff || pr.MTU == 0 || pr.HopLimit == 0 {
+		t.Fatalf("path record %+v", pr)
+	}
+}

@@ -89,7 +89,7 @@ const (
 // Reject reasons the kernel accepts in REJECT (ucma_reject): 0 is turned
 // into 28; anything else but 28 and 35 is EINVAL.
 const (
-	UcmaRejectConsumerDefined           uint8 = 28
+	UcmaRejectConsumerDefined          uint8 = 28
 	UcmaRejectVendorOptionNotSupported uint8 = 35
 )
 
@@ -246,7 +246,7 @@ type UcmaUserPathRec struct {
 	FlowLabel              uint32 // big-endian
 	Reversible             uint32
 	MTU                    uint32
-	PKey                   uint16 // big-endian
+	PKey                   uint16 `c:"pkey"` // big-endian
 	HopLimit               uint8
 	TrafficClass           uint8
 	NumbPath               uint8
@@ -271,7 +271,7 @@ type UcmaQueryRouteResp struct {
 	NumPaths   uint32
 	PortNum    uint8
 	_          [3]uint8
-	IBDevIndex uint32
+	IBDevIndex uint32 `c:"ibdev_index"`
 	_          uint32
 }
 
@@ -283,12 +283,12 @@ type UcmaQueryAddrResp struct {
 	NodeGUID   uint64
 	PortNum    uint8
 	_          uint8
-	PKey       uint16 // big-endian
+	PKey       uint16 `c:"pkey"` // big-endian
 	SrcSize    uint16
 	DstSize    uint16
 	SrcAddr    [SizeofSockaddrStorage]byte
 	DstAddr    [SizeofSockaddrStorage]byte
-	IBDevIndex uint32
+	IBDevIndex uint32 `c:"ibdev_index"`
 	_          uint32
 }
 
@@ -311,11 +311,12 @@ type UcmaPathRecData struct {
 
 // ib_path_rec_data flags (IB_PATH_*).
 const (
-	UcmaPathPrimary       uint32 = 1 << 0
-	UcmaPathGMP           uint32 = 1 << 1
-	UcmaPathOutbound      uint32 = 1 << 2
-	UcmaPathInbound       uint32 = 1 << 3
-	UcmaPathInboundRev    uint32 = 1 << 4
+	UcmaPathGMP           uint32 = 1 << 0
+	UcmaPathPrimary       uint32 = 1 << 1
+	UcmaPathAlternate     uint32 = 1 << 2
+	UcmaPathOutbound      uint32 = 1 << 3
+	UcmaPathInbound       uint32 = 1 << 4
+	UcmaPathInboundRev    uint32 = 1 << 5
 	UcmaPathBidirectional uint32 = UcmaPathOutbound | UcmaPathInboundRev
 )
 
@@ -325,7 +326,7 @@ const (
 type UcmaConnParam struct {
 	_                  structs.HostLayout
 	QPNum              uint32
-	QKey               uint32
+	QKey               uint32 `c:"qkey"`
 	PrivateData        [UcmaMaxPrivateData]byte
 	PrivateDataLen     uint8
 	SRQ                uint8
@@ -341,11 +342,11 @@ type UcmaConnParam struct {
 // order differs from the modify-QP ib_uverbs_qp_dest).
 type UcmaAHAttr struct {
 	_            structs.HostLayout
-	DGID         [16]byte
-	FlowLabel    uint32
-	SGIDIndex    uint8
-	HopLimit     uint8
-	TrafficClass uint8
+	DGID         [16]byte `c:"grh.dgid"`
+	FlowLabel    uint32   `c:"grh.flow_label"`
+	SGIDIndex    uint8    `c:"grh.sgid_index"`
+	HopLimit     uint8    `c:"grh.hop_limit"`
+	TrafficClass uint8    `c:"grh.traffic_class"`
 	_            uint8
 	DLID         uint16
 	SL           uint8
@@ -360,7 +361,7 @@ type UcmaAHAttr struct {
 type UcmaUDParam struct {
 	_              structs.HostLayout
 	QPNum          uint32
-	QKey           uint32
+	QKey           uint32 `c:"qkey"`
 	AHAttr         UcmaAHAttr
 	PrivateData    [UcmaMaxPrivateData]byte
 	PrivateDataLen uint8
@@ -431,38 +432,38 @@ type UcmaInitQPAttr struct {
 // UcmaQPAttr is struct ib_uverbs_qp_attr, the INIT_QP_ATTR response.
 // QPAttrMask says which fields are meaningful (IB_QP_* bits).
 type UcmaQPAttr struct {
-	_                 structs.HostLayout
-	QPAttrMask        uint32
-	QPState           uint32
-	CurQPState        uint32
-	PathMTU           uint32
-	PathMigState      uint32
-	QKey              uint32
-	RQPSN             uint32
-	SQPSN             uint32
-	DestQPNum         uint32
-	QPAccessFlags     uint32
-	AHAttr            UcmaAHAttr
-	AltAHAttr         UcmaAHAttr
-	MaxSendWR         uint32
-	MaxRecvWR         uint32
-	MaxSendSGE        uint32
-	MaxRecvSGE        uint32
-	MaxInlineData     uint32
-	PKeyIndex         uint16
-	AltPKeyIndex      uint16
-	EnSQDAsyncNotify  uint8
-	SQDraining        uint8
-	MaxRDAtomic       uint8
-	MaxDestRDAtomic   uint8
-	MinRNRTimer       uint8
-	PortNum           uint8
-	Timeout           uint8
-	RetryCnt          uint8
-	RNRRetry          uint8
-	AltPortNum        uint8
-	AltTimeout        uint8
-	_                 [5]uint8
+	_                structs.HostLayout
+	QPAttrMask       uint32
+	QPState          uint32
+	CurQPState       uint32
+	PathMTU          uint32
+	PathMigState     uint32
+	QKey             uint32 `c:"qkey"`
+	RQPSN            uint32 `c:"rq_psn"`
+	SQPSN            uint32 `c:"sq_psn"`
+	DestQPNum        uint32
+	QPAccessFlags    uint32
+	AHAttr           UcmaAHAttr
+	AltAHAttr        UcmaAHAttr
+	MaxSendWR        uint32
+	MaxRecvWR        uint32
+	MaxSendSGE       uint32
+	MaxRecvSGE       uint32
+	MaxInlineData    uint32
+	PKeyIndex        uint16 `c:"pkey_index"`
+	AltPKeyIndex     uint16 `c:"alt_pkey_index"`
+	EnSQDAsyncNotify uint8
+	SQDraining       uint8
+	MaxRDAtomic      uint8
+	MaxDestRDAtomic  uint8
+	MinRNRTimer      uint8
+	PortNum          uint8
+	Timeout          uint8
+	RetryCnt         uint8
+	RNRRetry         uint8
+	AltPortNum       uint8
+	AltTimeout       uint8
+	_                [5]uint8
 }
 
 // UcmaNotify is struct rdma_ucm_notify; Event is an ib_event_type (for
@@ -521,11 +522,11 @@ const UcmaGetEventMinOut = 324
 // UcmaSetOption is struct rdma_ucm_set_option.
 type UcmaSetOption struct {
 	_       structs.HostLayout
-	OptVal  uint64 // user pointer
+	OptVal  uint64 `c:"optval"` // user pointer
 	ID      uint32
 	Level   uint32
-	OptName uint32
-	OptLen  uint32
+	OptName uint32 `c:"optname"`
+	OptLen  uint32 `c:"optlen"`
 }
 
 // UcmaMigrateID is struct rdma_ucm_migrate_id; it is written on the new
@@ -545,44 +546,44 @@ type UcmaMigrateResp struct {
 
 // Sizes of the ucma structs (sizeof in C, checked by the layout test).
 const (
-	SizeofUcmaCmdHdr          = 8
-	SizeofUcmaCreateID        = 24
-	SizeofUcmaDestroyID       = 16
-	SizeofUcmaBindIP          = 40
-	SizeofUcmaBind            = 136
-	SizeofUcmaResolveIP       = 64
-	SizeofUcmaResolveAddr     = 272
-	SizeofUcmaResolveRoute    = 8
-	SizeofUcmaQuery           = 16
-	SizeofUcmaUserPathRec     = 64
-	SizeofUcmaQueryRouteResp  = 208
-	SizeofUcmaQueryAddrResp   = 280
-	SizeofUcmaQueryPathResp   = 8
-	SizeofUcmaPathRecData     = 72
-	SizeofUcmaConnParam       = 272
-	SizeofUcmaAHAttr          = 32
-	SizeofUcmaUDParam         = 304
-	SizeofUcmaECE             = 8
-	SizeofUcmaConnect         = 288
-	SizeofUcmaListen          = 8
-	SizeofUcmaAccept          = 296
-	SizeofUcmaReject          = 264
-	SizeofUcmaDisconnect      = 4
-	SizeofUcmaInitQPAttr      = 16
-	SizeofUcmaQPAttr          = 144
-	SizeofUcmaNotify          = 8
-	SizeofUcmaJoinIPMcast     = 48
-	SizeofUcmaJoinMcast       = 152
-	SizeofUcmaGetEvent        = 8
-	SizeofUcmaEventResp       = 336
-	SizeofUcmaSetOption       = 24
-	SizeofUcmaMigrateID       = 16
-	SizeofUcmaMigrateResp     = 4
-	SizeofUcmaCreateIDResp    = 4
-	SizeofUcmaDestroyIDResp   = 4
-	OffsetofUcmaEventRespECE  = 328
-	OffsetofUcmaConnectECE    = 280
-	OffsetofUcmaAcceptECE     = 288
-	OffsetofUcmaConnectNoECE  = 280 // offsetofend(rdma_ucm_connect, reserved)
-	OffsetofUcmaAcceptNoECE   = 288 // offsetofend(rdma_ucm_accept, reserved)
+	SizeofUcmaCmdHdr         = 8
+	SizeofUcmaCreateID       = 24
+	SizeofUcmaDestroyID      = 16
+	SizeofUcmaBindIP         = 40
+	SizeofUcmaBind           = 136
+	SizeofUcmaResolveIP      = 64
+	SizeofUcmaResolveAddr    = 272
+	SizeofUcmaResolveRoute   = 8
+	SizeofUcmaQuery          = 16
+	SizeofUcmaUserPathRec    = 64
+	SizeofUcmaQueryRouteResp = 208
+	SizeofUcmaQueryAddrResp  = 280
+	SizeofUcmaQueryPathResp  = 8
+	SizeofUcmaPathRecData    = 72
+	SizeofUcmaConnParam      = 272
+	SizeofUcmaAHAttr         = 32
+	SizeofUcmaUDParam        = 304
+	SizeofUcmaECE            = 8
+	SizeofUcmaConnect        = 288
+	SizeofUcmaListen         = 8
+	SizeofUcmaAccept         = 296
+	SizeofUcmaReject         = 264
+	SizeofUcmaDisconnect     = 4
+	SizeofUcmaInitQPAttr     = 16
+	SizeofUcmaQPAttr         = 144
+	SizeofUcmaNotify         = 8
+	SizeofUcmaJoinIPMcast    = 48
+	SizeofUcmaJoinMcast      = 152
+	SizeofUcmaGetEvent       = 8
+	SizeofUcmaEventResp      = 336
+	SizeofUcmaSetOption      = 24
+	SizeofUcmaMigrateID      = 16
+	SizeofUcmaMigrateResp    = 4
+	SizeofUcmaCreateIDResp   = 4
+	SizeofUcmaDestroyIDResp  = 4
+	OffsetofUcmaEventRespECE = 328
+	OffsetofUcmaConnectECE   = 280
+	OffsetofUcmaAcceptECE    = 288
+	OffsetofUcmaConnectNoECE = 280 // offsetofend(rdma_ucm_connect, reserved)
+	OffsetofUcmaAcceptNoECE  = 288 // offsetofend(rdma_ucm_accept, reserved)
 )

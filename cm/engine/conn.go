@@ -1,0 +1,409 @@
+package engine
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/qp"
+)
+
+// conn is one ID: a connection (either side), a listener or a SIDR
+// exchange. Its fields follow the kernel's struct cm_id_private.
+type conn struct {
+	localID, remoteID uint32
+	// parent is the listener a passive ID came from.
+	parent uint32
+
+	state State
+	// msgState is the state the outstanding MAD was sent in (the kernel's
+	// msg->context[1]); a timeout in another state is stale.
+	msgState State
+	// retriesLeft counts resends left for the outstanding MAD; retrySent
+	// counts those done.
+	retriesLeft, retrySent uint8
+	maxCMRetries           uint8
+	// avTimeout is the QP local ACK timeout of the path (cm_av.timeout):
+	// PacketLifeTime + 1, then cm_ack_timeout with the REP's ACK delay on
+	// the active side. TimeWait lasts convertTimeout(avTimeout).
+	avTimeout          uint8
+	serviceTimeout     uint8
+	initiatorDepth     uint8
+	responderResources uint8
+	retryCount         uint8
+	rnrRetryCount      uint8
+	targetACKDelay     uint8
+	rate               uint8
+	transport          mad.TransportServiceType
+	qpType             qp.QPType
+	qpState            qp.State
+	pathMTU            mad.MTU
+
+	passive     bool
+	destroyed   bool // Destroy was called; kept only to finish TimeWait
+	manageQP    bool
+	roce        bool
+	inRemoteID  bool
+	inRemoteQPN bool
+	sidrIn      bool
+	pending     bool // passive, counted in the listener's backlog
+
+	heapIdx int32
+	pkey    uint16
+
+	localQPN, remoteQPN uint32
+	sqPSN, rqPSN        uint32
+	remoteCAGUID        uint64
+	serviceID           uint64
+	tid                 uint64
+	context             uint64
+
+	// timeout is the retransmission interval (the kernel's timeout_ms);
+	// curTimeout is the one in force, changed by an MRA.
+	timeout, curTimeout time.Duration
+	deadline            time.Time
+
+	// addr is where this ID's MADs go (cm_av).
+	addr Addr
+	msg  *[mad.MADSize]byte
+	// privateData is kept to resend an RTU, MRA or DREP for a duplicate.
+	privateData []byte
+
+	listen  *listenInfo
+	sidrKey sidrKey
+}
+
+type listenInfo struct {
+	ps      mad.PortSpace
+	addr    mad.GID
+	anyAddr bool
+	ip      bool
+	qpType  qp.QPType
+	backlog int
+	pending int
+}
+
+func (c *conn) key() remoteKey    { return remoteKey{c.remoteCAGUID, c.remoteID} }
+func (c *conn) qpnKey() remoteKey { return remoteKey{c.remoteCAGUID, c.remoteQPN} }
+
+// insertRemoteID is cm_insert_remote_id: it returns the connection already
+// known under the same (remote CA GUID, remote ID), or records c.
+func (e *Engine) insertRemoteID(c *conn) *conn {
+	if o := e.remoteIDs[c.key()]; o != nil {
+		return o
+	}
+	e.remoteIDs[c.key()] = c
+	c.inRemoteID = true
+	return nil
+}
+
+// insertRemoteQPN is cm_insert_remote_qpn (stale connection detection).
+func (e *Engine) insertRemoteQPN(c *conn) *conn {
+	if o := e.remoteQPNs[c.qpnKey()]; o != nil {
+		return o
+	}
+	e.remoteQPNs[c.qpnKey()] = c
+	c.inRemoteQPN = true
+	return nil
+}
+
+// removeRemote is cm_remove_remote.
+func (e *Engine) removeRemote(c *conn) {
+	if c.inRemoteID {
+		if e.remoteIDs[c.key()] == c {
+			delete(e.remoteIDs, c.key())
+		}
+		c.inRemoteID = false
+	}
+	if c.inRemoteQPN {
+		if e.remoteQPNs[c.qpnKey()] == c {
+			delete(e.remoteQPNs, c.qpnKey())
+		}
+		c.inRemoteQPN = false
+	}
+}
+
+// resetToIdle is cm_reset_to_idle.
+func (e *Engine) resetToIdle(c *conn) {
+	e.cancelMsg(c)
+	e.setState(c, StateIdle)
+	e.removeRemote(c)
+}
+
+// enterTimewait is cm_enter_timewait: the ID leaves the remote tables and
+// waits convertTimeout(av.timeout). Unlike the kernel, any outstanding MAD
+// is cancelled here (the kernel cancels it in every caller but
+// cm_send_rej_locked, whose stale REP then stops at the state check).
+func (e *Engine) enterTimewait(c *conn) {
+	e.cancelMsg(c)
+	e.removeRemote(c)
+	e.setState(c, StateTimeWait)
+	e.arm(c, e.now.Add(convertTimeout(c.avTimeout)))
+}
+
+// track makes o the ID's outstanding MAD: resent every c.timeout,
+// c.maxCMRetries times (ib_post_send_mad with msg->timeout_ms and
+// msg->retries). state is the state it is sent in.
+func (e *Engine) track(c *conn, o *Outbound, state State) {
+	if c.msg == nil {
+		c.msg = e.allocMsg()
+	}
+	*c.msg = o.MAD
+	c.msgState = state
+	c.retriesLeft = c.maxCMRetries
+	c.retrySent = 0
+	c.curTimeout = c.timeout
+	e.arm(c, e.now.Add(c.timeout))
+}
+
+// cancelMsg is ib_cancel_mad.
+func (e *Engine) cancelMsg(c *conn) {
+	if c.msg == nil {
+		return
+	}
+	if len(e.msgs) < 1024 {
+		e.msgs = append(e.msgs, c.msg)
+	}
+	c.msg = nil
+	if c.state != StateTimeWait {
+		e.disarm(c)
+	}
+}
+
+// fire runs c's timer.
+func (e *Engine) fire(c *conn) {
+	if c.msg == nil {
+		if c.state == StateTimeWait {
+			e.timewaitExit(c)
+		}
+		return
+	}
+	if c.retriesLeft > 0 {
+		c.retriesLeft--
+		c.retrySent++
+		o := e.out(c.addr)
+		o.MAD = *c.msg
+		o.Retry = c.retrySent
+		e.stats.Retransmits++
+		e.arm(c, e.now.Add(c.curTimeout))
+		return
+	}
+	e.sendError(c)
+}
+
+// sendError is cm_process_send_error for a MAD whose retries ran out. No
+// REJ goes on the wire.
+func (e *Engine) sendError(c *conn) {
+	state := c.msgState
+	e.cancelMsg(c)
+	if state != c.state {
+		return
+	}
+	var t EventType
+	switch state {
+	case StateREQSent, StateMRAREQRcvd:
+		e.resetToIdle(c)
+		t = EventReqError
+	case StateREPSent, StateMRAREPRcvd:
+		e.resetToIdle(c)
+		e.unpend(c)
+		t = EventRepError
+	case StateDREQSent:
+		e.enterTimewait(c)
+		t = EventDreqError
+	case StateSIDRREQSent:
+		e.setState(c, StateIdle)
+		t = EventSIDRError
+	default:
+		return
+	}
+	if t != EventDreqError {
+		e.qpErr(c)
+	}
+	e.event(Event{Type: t, ID: ID(c.localID), Context: c.context})
+}
+
+// timewaitExit is cm_timewait_handler.
+func (e *Engine) timewaitExit(c *conn) {
+	if c.destroyed {
+		e.release(c)
+		return
+	}
+	e.setState(c, StateIdle)
+	e.event(Event{Type: EventTimewaitExit, ID: ID(c.localID), Context: c.context})
+}
+
+// unpend takes a passive ID out of its listener's backlog.
+func (e *Engine) unpend(c *conn) {
+	if !c.pending {
+		return
+	}
+	c.pending = false
+	if l := e.conns[c.parent]; l != nil && l.listen != nil {
+		l.listen.pending--
+	}
+}
+
+// --- QP transitions for IDs whose QP the engine drives ---
+
+func (e *Engine) cmParams(c *conn) qp.CMParams {
+	return qp.CMParams{
+		Port:      c.addr.Port,
+		PKeyIndex: c.addr.PKeyIndex,
+		Path: qp.Path{
+			DGID:         c.addr.GID,
+			SGIDIndex:    c.addr.SGIDIndex,
+			HopLimit:     c.addr.HopLimit,
+			TrafficClass: c.addr.TrafficClass,
+			FlowLabel:    c.addr.FlowLabel,
+			SL:           c.addr.SL,
+			Rate:         c.rate,
+			MTU:          qp.MTU(c.pathMTU),
+			DLID:         c.addr.LID,
+			RoCE:         c.roce,
+		},
+		RemoteQPN:          c.remoteQPN,
+		LocalPSN:           c.rqPSN,
+		RemotePSN:          c.sqPSN,
+		AckTimeout:         c.avTimeout,
+		RetryCount:         c.retryCount,
+		RNRRetryCount:      c.rnrRetryCount,
+		InitiatorDepth:     c.initiatorDepth,
+		ResponderResources: c.responderResources,
+	}
+}
+
+type qpBuilder func(qp.CMParams, qp.QPType) (qp.Attr, qp.Mask, error)
+
+// qpMove emits one transition built by b.
+func (e *Engine) qpMove(c *conn, b qpBuilder) error {
+	a, m, err := b(e.cmParams(c), c.qpType)
+	if err != nil {
+		return err
+	}
+	to := c.qpState
+	if m&qp.MaskState != 0 {
+		to = a.State
+	}
+	e.ready.QPTransitions = append(e.ready.QPTransitions, QPTransition{
+		ID: ID(c.localID), QPN: c.localQPN, Type: c.qpType, From: c.qpState, To: to, Attr: a, Mask: m,
+	})
+	c.qpState = to
+	return nil
+}
+
+// qpErr moves a driven QP to ERR (cma_modify_qp_err), when that is legal.
+func (e *Engine) qpErr(c *conn) {
+	if !c.manageQP || c.qpState == qp.Reset || c.qpState == qp.Err {
+		return
+	}
+	e.ready.QPTransitions = append(e.ready.QPTransitions, QPTransition{
+		ID: ID(c.localID), QPN: c.localQPN, Type: c.qpType, From: c.qpState, To: qp.Err,
+		Attr: qp.Attr{State: qp.Err}, Mask: qp.MaskState,
+	})
+	c.qpState = qp.Err
+}
+
+// --- message formatting (cm_format_*) ---
+
+func header(tid uint64) mad.Header { return mad.Header{TransactionID: tid} }
+
+func (e *Engine) marshal(o *Outbound, m mad.Message) {
+	// Every field was range-checked at the API boundary or comes from a
+	// parsed MAD of the same width, so encoding cannot fail.
+	if _, err := m.MarshalTo(o.MAD[:]); err != nil {
+		panic("engine: internal encode error: " + err.Error())
+	}
+}
+
+// formatREJ is cm_format_rej: the local ID and MessageRejected depend on
+// the state the REJ is sent from.
+func (e *Engine) sendREJ(c *conn, from State, reason mad.RejectReason, ari, pd []byte) {
+	m := mad.REJ{Header: header(c.tid), RemoteCommID: c.remoteID, LocalCommID: c.localID, Reason: reason}
+	switch from {
+	case StateREQRcvd:
+		m.LocalCommID = 0
+		m.MessageRejected = mad.RejectedREQ
+	case StateMRAREQSent:
+		m.MessageRejected = mad.RejectedREQ
+	case StateREPRcvd, StateMRAREPSent:
+		m.MessageRejected = mad.RejectedREP
+	default:
+		m.MessageRejected = mad.RejectedOther
+	}
+	_ = m.SetARI(ari)
+	_ = m.SetPrivateData(pd)
+	e.marshal(e.out(c.addr), &m)
+}
+
+// sendRejLocked is cm_send_rej_locked.
+func (e *Engine) sendRejLocked(c *conn, reason mad.RejectReason, ari, pd []byte) error {
+	from := c.state
+	switch from {
+	case StateREQSent, StateMRAREQRcvd, StateREQRcvd, StateMRAREQSent, StateREPRcvd, StateMRAREPSent:
+		e.resetToIdle(c)
+	case StateREPSent, StateMRAREPRcvd:
+		e.enterTimewait(c)
+	default:
+		return stateError("Reject", c)
+	}
+	e.unpend(c)
+	e.sendREJ(c, from, reason, ari, pd)
+	return nil
+}
+
+func (e *Engine) sendMRA(c *conn, to Addr, what mad.MRAedMessage, serviceTimeout uint8, pd []byte) {
+	m := mad.MRA{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID,
+		MessageMRAed: what, ServiceTimeout: serviceTimeout}
+	_ = m.SetPrivateData(pd)
+	e.marshal(e.out(to), &m)
+}
+
+func (e *Engine) sendRTU(c *conn, to Addr, pd []byte) {
+	m := mad.RTU{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID}
+	_ = m.SetPrivateData(pd)
+	e.marshal(e.out(to), &m)
+}
+
+func (e *Engine) sendDREP(c *conn, to Addr, pd []byte) {
+	m := mad.DREP{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID}
+	_ = m.SetPrivateData(pd)
+	e.marshal(e.out(to), &m)
+}
+
+// formatDREQ is cm_format_dreq; its TID is cm_form_tid again.
+func (e *Engine) formatDREQ(c *conn, o *Outbound, pd []byte) {
+	m := mad.DREQ{Header: header(e.cfg.Source.TID(c.localID)), LocalCommID: c.localID,
+		RemoteCommID: c.remoteID, RemoteQPNEECN: c.remoteQPN}
+	_ = m.SetPrivateData(pd)
+	e.marshal(o, &m)
+}
+
+// issueREJ is cm_issue_rej: a REJ answering a received MAD without an ID.
+// Like the kernel it reads the received MAD as if it were a REJ: the REJ's
+// remote ID is data bytes 0..3 and its local ID data bytes 4..7 (for a
+// REQ, the vendor ID word).
+func (e *Engine) issueREJ(from Addr, rcv []byte, reason mad.RejectReason, what mad.RejectedMessage) {
+	m := mad.REJ{
+		Header:          header(binary.BigEndian.Uint64(rcv[8:16])),
+		RemoteCommID:    binary.BigEndian.Uint32(rcv[24:28]),
+		LocalCommID:     binary.BigEndian.Uint32(rcv[28:32]),
+		MessageRejected: what,
+		Reason:          reason,
+	}
+	e.marshal(e.out(replyAddr(from)), &m)
+}
+
+// issueDREP is cm_issue_drep: a DREP for a DREQ that matched no ID.
+func (e *Engine) issueDREP(from Addr, v mad.DREQView) {
+	m := mad.DREP{Header: header(v.Header().TransactionID()),
+		LocalCommID: v.RemoteCommID(), RemoteCommID: v.LocalCommID()}
+	e.marshal(e.out(replyAddr(from)), &m)
+}
+
+// replyAddr is the address of a response built from a received MAD
+// (cm_alloc_response_msg): back to the sender's GSI QP.
+func replyAddr(from Addr) Addr {
+	from.QPN = gsiQPN
+	return from
+}

@@ -1,0 +1,345 @@
+package engine
+
+import (
+	"errors"
+	"math/bits"
+	"time"
+
+	"github.com/go-rdma/rdmacm/mad"
+)
+
+// rdma_cm constants (drivers/infiniband/core/cma.c).
+const (
+	defaultCMResponseTimeout = 20 // CMA_CM_RESPONSE_TIMEOUT
+	defaultMaxCMRetries      = 15 // CMA_MAX_CM_RETRIES
+	defaultMRAServiceTimeout = 24 // CMA_CM_MRA_SETTING without IB_CM_MRA_FLAG_DELAY
+	// SIDR: cma_resolve_ib_udp uses 1 << (CMA_CM_RESPONSE_TIMEOUT - 8) ms.
+	defaultSIDRTimeout = 4096 * time.Millisecond
+)
+
+// GSI constants: every CM MAD goes to QP 1.
+const gsiQPN = 1
+
+type remoteKey struct {
+	guid uint64
+	id   uint32
+}
+
+type sidrKey struct {
+	gid mad.GID
+	id  uint32
+}
+
+// Engine is one CA's connection manager. It is not safe for concurrent
+// use: the caller serialises every call.
+type Engine struct {
+	cfg Config
+	now time.Time
+
+	// conns holds every ID by local ID: connections, listeners, SIDR
+	// exchanges, and destroyed IDs still in TimeWait.
+	conns map[uint32]*conn
+	// remoteIDs and remoteQPNs are the kernel's remote_id_table and
+	// remote_qp_table: connections from REQ or REP receipt until TimeWait
+	// or IDLE (duplicate and stale detection).
+	remoteIDs  map[remoteKey]*conn
+	remoteQPNs map[remoteKey]*conn
+	listeners  map[uint64]*conn
+	// sidrRemote is the kernel's remote_sidr_table: SIDR_REQs being
+	// answered, keyed by request ID and sender.
+	sidrRemote map[sidrKey]*conn
+
+	timers timerHeap
+	ready  Ready
+	arena  []byte
+	msgs   []*[mad.MADSize]byte // free list of retransmit buffers
+	free   []*conn              // free list of conn structs
+
+	stats Stats
+}
+
+// Stats counts what the engine dropped or answered without an ID.
+type Stats struct {
+	// Malformed counts MADs Parse refused.
+	Malformed uint64
+	// Dropped counts MADs that matched no ID or arrived in a state that
+	// ignores them (the kernel's cm_rx_duplicates and silent drops).
+	Dropped uint64
+	// Retransmits counts MADs sent again after a timeout.
+	Retransmits uint64
+	// LAPDropped counts LAP and APR MADs, dropped as Linux does on RoCE.
+	LAPDropped uint64
+}
+
+// New returns an engine. cfg.Source is required.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("engine: Config.Source is nil")
+	}
+	if cfg.CMResponseTimeout == 0 {
+		cfg.CMResponseTimeout = defaultCMResponseTimeout
+	}
+	if cfg.MaxCMRetries == 0 {
+		cfg.MaxCMRetries = defaultMaxCMRetries
+	}
+	if cfg.MRAServiceTimeout == 0 {
+		cfg.MRAServiceTimeout = defaultMRAServiceTimeout
+	}
+	if cfg.CMResponseTimeout > mad.MaxTimeout || cfg.MRAServiceTimeout > mad.MaxTimeout ||
+		cfg.MaxCMRetries > 15 || cfg.ACKDelay > mad.MaxTimeout {
+		return nil, errors.New("engine: Config timeout or retry count out of range")
+	}
+	return &Engine{
+		cfg:        cfg,
+		conns:      make(map[uint32]*conn),
+		remoteIDs:  make(map[remoteKey]*conn),
+		remoteQPNs: make(map[remoteKey]*conn),
+		listeners:  make(map[uint64]*conn),
+		sidrRemote: make(map[sidrKey]*conn),
+	}, nil
+}
+
+// Stats returns the drop and retransmit counters.
+func (e *Engine) Stats() Stats { return e.stats }
+
+// Len returns how many IDs the engine holds, destroyed IDs in TimeWait
+// included.
+func (e *Engine) Len() int { return len(e.conns) }
+
+// Timers returns how many timers are armed.
+func (e *Engine) Timers() int { return len(e.timers) }
+
+// State returns the state of an ID.
+func (e *Engine) State(id ID) (State, bool) {
+	c := e.conns[uint32(id)]
+	if c == nil || c.destroyed {
+		return 0, false
+	}
+	return c.state, true
+}
+
+// HasReady reports whether Ready holds anything to act on.
+func (e *Engine) HasReady() bool {
+	r := &e.ready
+	return len(r.Messages) > 0 || len(r.Events) > 0 || len(r.QPTransitions) > 0 || len(r.StateChanges) > 0
+}
+
+// Ready returns the outputs gathered since the last Advance and the next
+// deadline. The pointer and every slice in it are valid until Advance.
+func (e *Engine) Ready() *Ready {
+	e.ready.Deadline = time.Time{}
+	if len(e.timers) > 0 {
+		e.ready.Deadline = e.timers[0].deadline
+	}
+	return &e.ready
+}
+
+// Deadline returns when Tick must next be called, or the zero time.
+func (e *Engine) Deadline() time.Time {
+	if len(e.timers) > 0 {
+		return e.timers[0].deadline
+	}
+	return time.Time{}
+}
+
+// Advance acknowledges the last Ready: its slices are reused.
+func (e *Engine) Advance() {
+	r := &e.ready
+	clear(r.Events) // drop references into the arena
+	r.Messages = r.Messages[:0]
+	r.Events = r.Events[:0]
+	r.QPTransitions = r.QPTransitions[:0]
+	r.StateChanges = r.StateChanges[:0]
+	e.arena = e.arena[:0]
+}
+
+func (e *Engine) setNow(now time.Time) {
+	if now.After(e.now) {
+		e.now = now
+	}
+}
+
+// Tick fires every timer due at now: retransmissions, send timeouts and
+// TimeWait exits.
+func (e *Engine) Tick(now time.Time) {
+	e.setNow(now)
+	for len(e.timers) > 0 && !e.timers[0].deadline.After(e.now) {
+		c := e.timers[0]
+		e.timers.remove(c)
+		e.fire(c)
+	}
+}
+
+// allocID draws a free local communication ID from the Source.
+func (e *Engine) allocID() (uint32, error) {
+	for range 64 {
+		id := e.cfg.Source.CommID()
+		if id == 0 {
+			continue
+		}
+		if _, used := e.conns[id]; !used {
+			return id, nil
+		}
+	}
+	return 0, ErrNoResources
+}
+
+func (e *Engine) newConn(state State) (*conn, error) {
+	id, err := e.allocID()
+	if err != nil {
+		return nil, err
+	}
+	var c *conn
+	if n := len(e.free); n > 0 {
+		c = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		c = new(conn)
+	}
+	*c = conn{localID: id, state: state, heapIdx: -1, qpType: 0}
+	e.conns[id] = c
+	return c, nil
+}
+
+// release forgets c entirely; its ID becomes free.
+func (e *Engine) release(c *conn) {
+	e.cancelMsg(c)
+	if c.heapIdx >= 0 {
+		e.timers.remove(c)
+	}
+	e.removeRemote(c)
+	if c.sidrIn {
+		if e.sidrRemote[c.sidrKey] == c {
+			delete(e.sidrRemote, c.sidrKey)
+		}
+		c.sidrIn = false
+	}
+	if c.listen != nil && e.listeners[c.serviceID] == c {
+		delete(e.listeners, c.serviceID)
+	}
+	if c.parent != 0 {
+		if l := e.conns[c.parent]; l != nil && l.listen != nil && c.pending {
+			l.listen.pending--
+		}
+	}
+	delete(e.conns, c.localID)
+	*c = conn{heapIdx: -1}
+	if len(e.free) < 1024 {
+		e.free = append(e.free, c)
+	}
+}
+
+func (e *Engine) lookup(op string, id ID) (*conn, error) {
+	c := e.conns[uint32(id)]
+	if c == nil || c.destroyed {
+		return nil, opError(op, id, ErrUnknownID)
+	}
+	return c, nil
+}
+
+// acquire finds the connection a received MAD names, as the kernel's
+// cm_acquire_id: by local ID, and the remote ID must match (0 while the
+// peer's ID is unknown).
+func (e *Engine) acquire(localID, remoteID uint32) *conn {
+	c := e.conns[localID]
+	if c == nil || c.destroyed || c.listen != nil || c.remoteID != remoteID {
+		return nil
+	}
+	return c
+}
+
+func (e *Engine) setState(c *conn, s State) {
+	if e.cfg.RecordStates && c.state != s {
+		e.ready.StateChanges = append(e.ready.StateChanges, StateChange{ID: ID(c.localID), From: c.state, To: s})
+	}
+	c.state = s
+}
+
+func (e *Engine) keep(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	start := len(e.arena)
+	e.arena = append(e.arena, b...)
+	return e.arena[start:len(e.arena):len(e.arena)]
+}
+
+func (e *Engine) event(ev Event) *Event {
+	e.ready.Events = append(e.ready.Events, ev)
+	return &e.ready.Events[len(e.ready.Events)-1]
+}
+
+// out appends an outbound MAD and returns its buffer.
+func (e *Engine) out(to Addr) *Outbound {
+	r := &e.ready
+	if n := len(r.Messages); n < cap(r.Messages) {
+		r.Messages = r.Messages[:n+1]
+		o := &r.Messages[n]
+		o.To, o.Retry = to, 0
+		return o
+	}
+	r.Messages = append(r.Messages, Outbound{To: to})
+	return &r.Messages[len(r.Messages)-1]
+}
+
+func (e *Engine) allocMsg() *[mad.MADSize]byte {
+	if n := len(e.msgs); n > 0 {
+		m := e.msgs[n-1]
+		e.msgs = e.msgs[:n-1]
+		return m
+	}
+	return new([mad.MADSize]byte)
+}
+
+// convertTimeout is the kernel's cm_convert_to_ms: 4.096 µs × 2^t taken as
+// 2^(t-8) ms.
+func convertTimeout(t uint8) time.Duration {
+	if t > 8 {
+		return time.Millisecond << (t - 8)
+	}
+	return time.Millisecond
+}
+
+// seededSource is a deterministic Source: splitmix64 over a seed.
+type seededSource struct {
+	state   uint64
+	tidHigh uint32
+}
+
+// NewSeededSource returns a deterministic Source for tests and
+// simulations. Its TIDs carry tidHigh in the upper 32 bits and the ID in
+// the lower 32 in the byte order a little-endian Linux kernel writes it
+// (cm_form_tid stores the big-endian local ID as a host integer).
+func NewSeededSource(seed uint64, tidHigh uint32) Source {
+	return &seededSource{state: seed, tidHigh: tidHigh}
+}
+
+func (s *seededSource) next() uint64 {
+	s.state += 0x9e3779b97f4a7c15
+	z := s.state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func (s *seededSource) CommID() uint32 { return uint32(s.next()) }
+func (s *seededSource) PSN() uint32    { return uint32(s.next()) & 0xffffff }
+func (s *seededSource) TID(id uint32) uint64 {
+	return KernelTID(s.tidHigh, id)
+}
+
+// KernelTID is the transaction ID Linux sends for a REQ, DREQ or SIDR_REQ
+// of local ID id from a MAD agent whose hi_tid is high, on a little-endian
+// host (cm_form_tid: the low half is the big-endian ID read as a host
+// integer). Seen on the wire: ID 0x73057691, agent 2 → TID 0x291760573.
+func KernelTID(high, id uint32) uint64 {
+	return uint64(high)<<32 | uint64(bits.ReverseBytes32(id))
+}
+
+// RoCEFlowLabel is the flow label the rdma_cm puts in the path of a
+// RoCEv2 connection without an IPv6 flow label (cma.c,
+// cma_get_roce_udp_flow_label): (source port × 31 + destination port)
+// masked to 20 bits. Seen on the wire: ports 33805 → 7174 give 6553.
+func RoCEFlowLabel(srcPort, dstPort uint16) uint32 {
+	return (uint32(srcPort)*31 + uint32(dstPort)) & 0xfffff
+}

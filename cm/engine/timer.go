@@ -1,0 +1,88 @@
+package engine
+
+import "time"
+
+// timerHeap is a min-heap of connections by deadline. Each connection has
+// at most one timer: its outstanding MAD's retransmission, or TimeWait.
+// heapIdx makes removal O(log n).
+type timerHeap []*conn
+
+func (h timerHeap) less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+
+func (h timerHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = int32(i)
+	h[j].heapIdx = int32(j)
+}
+
+func (h timerHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h timerHeap) down(i int) bool {
+	i0, n := i, len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (h *timerHeap) push(c *conn) {
+	c.heapIdx = int32(len(*h))
+	*h = append(*h, c)
+	h.up(len(*h) - 1)
+}
+
+func (h *timerHeap) remove(c *conn) {
+	i := int(c.heapIdx)
+	old := *h
+	n := len(old) - 1
+	if i != n {
+		old.swap(i, n)
+	}
+	old[n] = nil
+	*h = old[:n]
+	if i != n {
+		if !h.down(i) {
+			h.up(i)
+		}
+	}
+	c.heapIdx = -1
+}
+
+// arm sets c's timer to fire at t.
+func (e *Engine) arm(c *conn, t time.Time) {
+	c.deadline = t
+	if c.heapIdx >= 0 {
+		if !e.timers.down(int(c.heapIdx)) {
+			e.timers.up(int(c.heapIdx))
+		}
+		return
+	}
+	e.timers.push(c)
+}
+
+func (e *Engine) disarm(c *conn) {
+	if c.heapIdx >= 0 {
+		e.timers.remove(c)
+	}
+}
