@@ -238,13 +238,26 @@ var uverbsConsts = []cConst{
 	{"offsetof(struct rxe_recv_wqe, dma.sge)", 40},
 
 	{"MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE", int64(MLX5AllocUcontextRespMaskECE)},
+
+	{"NETLINK_RDMA", NetlinkRDMA},
+	{"RDMA_NL_NLDEV", RDMANLNldev},
+	{"RDMA_NLDEV_CMD_GET", RDMANldevCmdGet},
+	{"RDMA_NLDEV_CMD_GET_CHARDEV", RDMANldevCmdGetChardev},
+	{"RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET_CHARDEV)", int64(RDMANLType(RDMANLNldev, RDMANldevCmdGetChardev))},
+	{"RDMA_NLDEV_ATTR_DEV_INDEX", RDMANldevAttrDevIndex},
+	{"RDMA_NLDEV_ATTR_DEV_NAME", RDMANldevAttrDevName},
+	{"RDMA_NLDEV_ATTR_CHARDEV_TYPE", RDMANldevAttrChardevType},
+	{"RDMA_NLDEV_ATTR_CHARDEV_NAME", RDMANldevAttrChardevName},
+	{"RDMA_NLDEV_ATTR_CHARDEV_ABI", RDMANldevAttrChardevABI},
+	{"RDMA_NLDEV_ATTR_CHARDEV", RDMANldevAttrChardev},
+	{"RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID", RDMANldevAttrUverbsDriverID},
 }
 
 // cHeaders are the uapi headers the program includes.
 var cHeaders = []string{
 	"rdma/ib_user_verbs.h", "rdma/ib_user_ioctl_cmds.h", "rdma/ib_user_ioctl_verbs.h",
 	"rdma/rdma_user_ioctl.h", "rdma/rdma_user_ioctl_cmds.h", "rdma/rdma_user_rxe.h",
-	"rdma/mlx5-abi.h",
+	"rdma/mlx5-abi.h", "rdma/rdma_netlink.h", "linux/netlink.h",
 }
 
 // goField is one checked field of a Go ABI struct.

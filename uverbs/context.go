@@ -1,0 +1,512 @@
+package uverbs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/qp"
+	"golang.org/x/sys/unix"
+)
+
+// Options tune OpenDevice. The zero value is the default.
+type Options struct {
+	// Interface selects ioctl (with per-method write fallback, the
+	// default) or write-only commands.
+	Interface Interface
+	// DriverID overrides the rdma_driver_id the ioctl header carries; 0
+	// asks netlink, then guesses from the device name.
+	DriverID uint32
+}
+
+// Context is an open device: the uverbs fd with its ucontext, the async
+// event fd and every object created from it. Close releases them all.
+type Context struct {
+	dev            Device
+	fd             int
+	driverID       uint32
+	nativeIoctl    bool // native ioctl methods may be tried
+	invokeWrite    bool // write commands go through INVOKE_WRITE
+	iface          Interface
+	numCompVectors int
+	prov           provider
+	async          *eventFile
+	nextHandle     atomic.Uint64
+
+	mu       sync.Mutex
+	closed   bool
+	qps      map[*QP]struct{}
+	ahs      map[*AH]struct{}
+	mrs      map[*MR]struct{}
+	cqs      map[uint64]*CQ // by user handle (completion events name it)
+	channels map[*CompChannel]struct{}
+	pds      map[*PD]struct{}
+}
+
+// Open opens the device called name ("" for the first one).
+func Open(name string) (*Context, error) {
+	dev, err := DefaultDiscovery.Device(name)
+	if err != nil {
+		return nil, err
+	}
+	return OpenDevice(dev, nil)
+}
+
+// OpenDevice opens dev: it checks the node, finds the driver id, picks the
+// provider, allocates the ucontext (with the provider's driver data) and
+// the async event fd.
+func OpenDevice(dev Device, opts *Options) (*Context, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	fd, err := openNode(dev.Verbs, dev.Name)
+	if err != nil {
+		return nil, err
+	}
+	x := &Context{
+		dev: dev, fd: fd, iface: opts.Interface,
+		qps: map[*QP]struct{}{}, ahs: map[*AH]struct{}{}, mrs: map[*MR]struct{}{},
+		cqs: map[uint64]*CQ{}, channels: map[*CompChannel]struct{}{}, pds: map[*PD]struct{}{},
+	}
+	x.driverID = opts.DriverID
+	if x.driverID == 0 {
+		x.driverID = driverIDOf(dev)
+	}
+	x.prov = newProvider(x.driverID)
+	if err := x.prov.checkABI(dev); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if x.iface == InterfaceAuto && x.driverID != abi.RDMADriverUnknown {
+		x.probeIoctl()
+	}
+	if err := x.allocContext(); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return x, nil
+}
+
+// driverIDOf asks netlink for the device's driver id and falls back to the
+// device name (rxe*, mlx5_*), then to unknown (write commands only).
+func driverIDOf(dev Device) uint32 {
+	if c, err := nlUverbsChardev(dev.Name); err == nil && c.hasID && (dev.Verbs.Name == "" || c.name == dev.Verbs.Name) {
+		return c.driverID
+	}
+	switch {
+	case strings.HasPrefix(dev.Name, "rxe"):
+		return abi.RDMADriverRXE
+	case strings.HasPrefix(dev.Name, "mlx5"):
+		return abi.RDMADriverMLX5
+	}
+	return abi.RDMADriverUnknown
+}
+
+// probeIoctl checks for the ioctl interface and INVOKE_WRITE the way
+// rdma-core does: INVOKE_WRITE of QUERY_DEVICE without its core buffers
+// must fail with ENOSPC (the size check), proving the method exists.
+func (x *Context) probeIoctl() {
+	call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+	call.Const(abi.UverbsAttrWriteCmd, uint64(abi.UverbsCmdQueryDevice))
+	err := call.Do(x.fd)
+	switch {
+	case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EINVAL):
+		// No ioctl interface, or a driver id the kernel refuses.
+		x.nativeIoctl, x.invokeWrite = false, false
+	case errors.Is(err, unix.EPROTONOSUPPORT), errors.Is(err, unix.EOPNOTSUPP):
+		x.nativeIoctl, x.invokeWrite = true, false
+	default:
+		x.nativeIoctl, x.invokeWrite = true, true
+	}
+}
+
+// Name is the device name.
+func (x *Context) Name() string { return x.dev.Name }
+
+// Device is the discovery record the context was opened from.
+func (x *Context) Device() Device { return x.dev }
+
+// DriverID is the rdma_driver_id in use (0 when unknown).
+func (x *Context) DriverID() uint32 { return x.driverID }
+
+// Provider names the user-space provider ("rxe", "mlx5", "generic").
+func (x *Context) Provider() string { return x.prov.name() }
+
+// UsesIoctl reports whether the ioctl interface is in use; false means
+// write() commands only.
+func (x *Context) UsesIoctl() bool { return x.nativeIoctl }
+
+// NumCompVectors is the number of completion vectors.
+func (x *Context) NumCompVectors() int { return x.numCompVectors }
+
+func (x *Context) allocContext() error {
+	drvIn, drvOut := x.prov.contextData()
+	if x.nativeIoctl {
+		var nvec [4]byte
+		var support [8]byte
+		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodGetContext, x.driverID)
+		call.Out(abi.UverbsAttrGetContextNumCompVectors, nvec[:])
+		i := call.Out(abi.UverbsAttrGetContextCoreSupport, support[:])
+		call.Optional(i)
+		if len(drvIn) > 0 {
+			call.In(abi.UverbsAttrUHWIn, drvIn)
+		}
+		if len(drvOut) > 0 {
+			call.Out(abi.UverbsAttrUHWOut, drvOut)
+		}
+		err := call.Do(x.fd)
+		if err == nil {
+			x.numCompVectors = int(abi.Native.Uint32(nvec[:]))
+			if err := x.allocAsync(); err != nil {
+				return err
+			}
+			return x.prov.contextCreated(x, drvOut)
+		}
+		if !noMethod(err) {
+			return opErr("allocate context", x.dev.Name, err)
+		}
+		x.nativeIoctl, x.invokeWrite = false, false
+	}
+	var req abi.UverbsGetContext
+	var resp abi.UverbsGetContextResp
+	c := &cmd{num: abi.UverbsCmdGetContext, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut}
+	if err := x.write(c); err != nil {
+		return opErr("allocate context", x.dev.Name, err)
+	}
+	x.numCompVectors = int(resp.NumCompVectors)
+	ev, err := newEventFile(int(resp.AsyncFD), x.dev.Name+" async events")
+	if err != nil {
+		return opErr("async event fd", x.dev.Name, err)
+	}
+	x.async = ev
+	return x.prov.contextCreated(x, drvOut)
+}
+
+// allocAsync creates the async event fd with UVERBS_METHOD_ASYNC_EVENT_ALLOC
+// (the ioctl GET_CONTEXT returns none); the first one becomes the
+// context's default.
+func (x *Context) allocAsync() error {
+	call := abi.NewIoctl(abi.UverbsObjectAsyncEvent, abi.UverbsMethodAsyncEventAlloc, x.driverID)
+	i := call.FD(abi.UverbsAttrAsyncEventAllocFDHandle, 0)
+	if err := call.Do(x.fd); err != nil {
+		if noMethod(err) {
+			return nil // old kernel: no async events on this path
+		}
+		return opErr("allocate async event fd", x.dev.Name, err)
+	}
+	ev, err := newEventFile(int(int32(call.Data(i))), x.dev.Name+" async events")
+	if err != nil {
+		return opErr("async event fd", x.dev.Name, err)
+	}
+	x.async = ev
+	return nil
+}
+
+// handle returns a fresh user handle (the value the kernel reports back in
+// events).
+func (x *Context) handle() uint64 { return x.nextHandle.Add(1) }
+
+// lock returns an ErrClosed error if the context is closed; otherwise it
+// holds x.mu until unlock.
+func (x *Context) lockOpen(op string) error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return &OpError{Op: op, Device: x.dev.Name, Err: ErrClosed}
+	}
+	return nil
+}
+
+// Close destroys every object still open, children first (QPs, AHs, MRs,
+// CQs, completion channels, PDs), then the async fd and the device fd.
+func (x *Context) Close() error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return nil
+	}
+	qps, ahs, mrs, cqs, chans, pds := keys(x.qps), keys(x.ahs), keys(x.mrs), values(x.cqs), keys(x.channels), keys(x.pds)
+	x.mu.Unlock()
+	var errs []error
+	for _, o := range qps {
+		errs = append(errs, o.Close())
+	}
+	for _, o := range ahs {
+		errs = append(errs, o.Close())
+	}
+	for _, o := range mrs {
+		errs = append(errs, o.Close())
+	}
+	for _, o := range cqs {
+		errs = append(errs, o.Close())
+	}
+	for _, o := range chans {
+		errs = append(errs, o.Close())
+	}
+	for _, o := range pds {
+		errs = append(errs, o.Close())
+	}
+	x.mu.Lock()
+	x.closed = true
+	x.mu.Unlock()
+	if x.async != nil {
+		errs = append(errs, x.async.close())
+	}
+	errs = append(errs, x.prov.close())
+	if err := unix.Close(x.fd); err != nil {
+		errs = append(errs, opErr("close", x.dev.Name, err))
+	}
+	return errors.Join(errs...)
+}
+
+func keys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func values[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// DeviceAttr is what QUERY_DEVICE (extended) reports.
+type DeviceAttr struct {
+	FWVersion       uint64
+	NodeGUID        GUID
+	SysImageGUID    GUID
+	MaxMRSize       uint64
+	PageSizeCap     uint64
+	VendorID        uint32
+	VendorPartID    uint32
+	HWVersion       uint32
+	MaxQP           int
+	MaxQPWR         int
+	DeviceCapFlags  uint64 // base flags | extended flags
+	MaxSGE          int
+	MaxSGERd        int
+	MaxCQ           int
+	MaxCQE          int
+	MaxMR           int
+	MaxPD           int
+	MaxQPRdAtom     int
+	MaxQPInitRdAtom int
+	MaxAH           int
+	MaxSRQ          int
+	MaxSRQWR        int
+	MaxSRQSGE       int
+	MaxPKeys        int
+	LocalCAAckDelay uint8
+	PhysPortCnt     int
+	// Extended part; zero when the kernel answered the legacy command.
+	TimestampMask uint64
+	HCACoreClock  uint64 // kHz
+	Extended      bool
+}
+
+// QueryDevice runs EX_QUERY_DEVICE, or the legacy QUERY_DEVICE when the
+// kernel refuses the extended one.
+func (x *Context) QueryDevice() (DeviceAttr, error) {
+	var a DeviceAttr
+	if err := x.lockOpen("query device"); err != nil {
+		return a, err
+	}
+	defer x.mu.Unlock()
+	var req abi.UverbsExQueryDevice
+	var resp abi.UverbsExQueryDeviceResp
+	err := x.exec(&cmd{num: abi.UverbsExCmdQueryDevice, ex: true, in: abi.Bytes(&req), out: abi.Bytes(&resp)})
+	if err == nil {
+		a.Extended = true
+		a.TimestampMask, a.HCACoreClock = resp.TimestampMask, resp.HCACoreClock
+		a.DeviceCapFlags = resp.DeviceCapFlagsEx
+	} else {
+		if !noMethod(err) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+			return a, opErr("query device", x.dev.Name, err)
+		}
+		var legacyReq abi.UverbsGetContext
+		if err := x.exec(&cmd{num: abi.UverbsCmdQueryDevice, in: abi.Bytes(&legacyReq), respPtr: true, out: abi.Bytes(&resp.Base)}); err != nil {
+			return a, opErr("query device", x.dev.Name, err)
+		}
+	}
+	b := &resp.Base
+	a.FWVersion, a.NodeGUID, a.SysImageGUID = b.FwVer, b.NodeGUID, b.SysImageGUID
+	a.MaxMRSize, a.PageSizeCap = b.MaxMRSize, b.PageSizeCap
+	a.VendorID, a.VendorPartID, a.HWVersion = b.VendorID, b.VendorPartID, b.HwVer
+	a.MaxQP, a.MaxQPWR, a.MaxSGE, a.MaxSGERd = int(b.MaxQP), int(b.MaxQPWR), int(b.MaxSGE), int(b.MaxSGERd)
+	a.DeviceCapFlags |= uint64(b.DeviceCapFlags)
+	a.MaxCQ, a.MaxCQE, a.MaxMR, a.MaxPD = int(b.MaxCQ), int(b.MaxCQE), int(b.MaxMR), int(b.MaxPD)
+	a.MaxQPRdAtom, a.MaxQPInitRdAtom, a.MaxAH = int(b.MaxQPRdAtom), int(b.MaxQPInitRdAtom), int(b.MaxAH)
+	a.MaxSRQ, a.MaxSRQWR, a.MaxSRQSGE = int(b.MaxSRQ), int(b.MaxSRQWR), int(b.MaxSRQSGE)
+	a.MaxPKeys, a.LocalCAAckDelay, a.PhysPortCnt = int(b.MaxPkeys), b.LocalCAAckDelay, int(b.PhysPortCnt)
+	return a, nil
+}
+
+// PortAttr is what QUERY_PORT reports.
+type PortAttr struct {
+	State         PortState
+	MaxMTU        qp.MTU
+	ActiveMTU     qp.MTU
+	GIDTableLen   int
+	PortCapFlags  uint32
+	PortCapFlags2 uint16
+	MaxMsgSize    uint32
+	PKeyTableLen  int
+	LID           uint16
+	SMLID         uint16
+	LMC           uint8
+	SMSL          uint8
+	ActiveWidth   uint8
+	ActiveSpeed   uint8
+	PhysState     PhysState
+	LinkLayer     LinkLayer
+	// GRHRequired: the port needs a GRH in every address (RoCE).
+	GRHRequired bool
+}
+
+// QueryPort queries port (from 1) with the DEVICE/QUERY_PORT method, or
+// the QUERY_PORT write command.
+func (x *Context) QueryPort(port int) (PortAttr, error) {
+	var a PortAttr
+	if port < 1 || port > 255 {
+		return a, &OpError{Op: "query port", Device: x.dev.Name, Err: fmt.Errorf("%w: port %d", ErrInvalid, port)}
+	}
+	if err := x.lockOpen("query port"); err != nil {
+		return a, err
+	}
+	defer x.mu.Unlock()
+	var resp abi.UverbsQueryPortRespEx
+	var err error = unix.ENOTTY
+	if x.nativeIoctl {
+		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryPort, x.driverID)
+		call.Const(abi.UverbsAttrQueryPortPortNum, uint64(port))
+		call.Out(abi.UverbsAttrQueryPortResp, abi.Bytes(&resp))
+		err = call.Do(x.fd)
+	}
+	if noMethod(err) {
+		req := abi.UverbsQueryPort{PortNum: uint8(port)}
+		err = x.exec(&cmd{num: abi.UverbsCmdQueryPort, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp.LegacyResp)})
+	}
+	if err != nil {
+		return a, opErr(fmt.Sprintf("query port %d", port), x.dev.Name, err)
+	}
+	r := &resp.LegacyResp
+	a.State, a.MaxMTU, a.ActiveMTU = PortState(r.State), qp.MTU(r.MaxMTU), qp.MTU(r.ActiveMTU)
+	a.GIDTableLen, a.PortCapFlags, a.PortCapFlags2 = int(r.GIDTblLen), r.PortCapFlags, resp.PortCapFlags2
+	a.MaxMsgSize, a.PKeyTableLen, a.LID, a.SMLID = r.MaxMsgSz, int(r.PkeyTblLen), r.LID, r.SmLID
+	a.LMC, a.SMSL, a.ActiveWidth, a.ActiveSpeed = r.LMC, r.SmSL, r.ActiveWidth, r.ActiveSpeed
+	a.PhysState, a.LinkLayer, a.GRHRequired = PhysState(r.PhysState), LinkLayer(r.LinkLayer), r.Flags&1 != 0
+	return a, nil
+}
+
+// QueryGIDTable returns the valid GID entries of every port, from the
+// DEVICE/QUERY_GID_TABLE ioctl, or from sysfs where the kernel lacks it
+// (or in write-only mode).
+func (x *Context) QueryGIDTable() ([]GIDEntry, error) {
+	total := 0
+	for _, p := range x.dev.Ports {
+		pa, err := x.QueryPort(p.Num)
+		if err != nil {
+			return nil, err
+		}
+		total += pa.GIDTableLen
+	}
+	if err := x.lockOpen("query GID table"); err != nil {
+		return nil, err
+	}
+	var err error = unix.ENOTTY
+	var entries []abi.UverbsGIDEntry
+	var num uint64
+	if x.nativeIoctl && total > 0 {
+		entries = make([]abi.UverbsGIDEntry, total)
+		raw := sliceBytes(entries)
+		var numBuf [8]byte
+		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryGIDTable, x.driverID)
+		call.Const(abi.UverbsAttrQueryGIDTableEntrySize, uint64(len(raw)/total))
+		call.Out(abi.UverbsAttrQueryGIDTableRespEntries, raw)
+		call.Out(abi.UverbsAttrQueryGIDTableRespNumEntries, numBuf[:])
+		err = call.Do(x.fd)
+		num = abi.Native.Uint64(numBuf[:])
+	}
+	x.mu.Unlock()
+	if noMethod(err) {
+		return x.sysfsGIDs()
+	}
+	if err != nil {
+		return nil, opErr("query GID table", x.dev.Name, err)
+	}
+	out := make([]GIDEntry, 0, num)
+	for _, e := range entries[:min(num, uint64(len(entries)))] {
+		g := GIDEntry{Port: int(e.PortNum), Index: int(e.GIDIndex), GID: GID(e.GID), Type: GIDType(e.GIDType), NetdevIndex: int(e.NetdevIfindex)}
+		if g.NetdevIndex != 0 {
+			if ifc, err := net.InterfaceByIndex(g.NetdevIndex); err == nil {
+				g.Netdev = ifc.Name
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// sysfsGIDs reads the GID tables again from sysfs.
+func (x *Context) sysfsGIDs() ([]GIDEntry, error) {
+	var out []GIDEntry
+	d := Discovery{}
+	for _, p := range x.dev.Ports {
+		out = append(out, d.gids(fmt.Sprintf("%s/ports/%d", x.dev.SysPath, p.Num), p.Num, p.LinkLayer)...)
+	}
+	return out, nil
+}
+
+// AsyncEvent is one asynchronous event (struct ib_uverbs_async_event_desc).
+type AsyncEvent struct {
+	Type AsyncEventType
+	// Element is the port number for port events, else the user handle of
+	// the CQ or QP (see QP.Handle, CQ.Handle).
+	Element uint64
+}
+
+// AsyncEventType numbers enum ib_event_type.
+type AsyncEventType uint32
+
+// Async event types used here.
+const (
+	EventCQErr        AsyncEventType = 0
+	EventQPFatal      AsyncEventType = 1
+	EventQPReqErr     AsyncEventType = 2
+	EventQPAccessErr  AsyncEventType = 3
+	EventCommEst      AsyncEventType = 4
+	EventSQDrained    AsyncEventType = 5
+	EventDeviceFatal  AsyncEventType = 8
+	EventPortActive   AsyncEventType = 9
+	EventPortErr      AsyncEventType = 10
+	EventLastWQEReach AsyncEventType = 16
+	EventGIDChange    AsyncEventType = 18
+)
+
+// AsyncEvents waits for asynchronous events and returns all that are
+// queued (it drains the fd until EAGAIN). It fails with ctx's error when
+// ctx ends and with ErrClosed when the context is closed.
+func (x *Context) AsyncEvents(ctx context.Context) ([]AsyncEvent, error) {
+	if x.async == nil {
+		return nil, notSupported("read async events", x.dev.Name, "kernel gave no async event fd")
+	}
+	var evs []AsyncEvent
+	err := x.async.readAll(ctx, 16, func(b []byte) {
+		d := abi.Decode[abi.UverbsAsyncEventDesc](b)
+		evs = append(evs, AsyncEvent{Type: AsyncEventType(d.EventType), Element: d.Element})
+	})
+	if len(evs) > 0 {
+		return evs, nil
+	}
+	return nil, err
+}

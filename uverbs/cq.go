@@ -1,0 +1,290 @@
+package uverbs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"golang.org/x/sys/unix"
+)
+
+// CompChannel is a completion event channel: an fd in the netpoller on
+// which armed CQs report their next completion.
+type CompChannel struct {
+	ctx  *Context
+	ev   *eventFile
+	once sync.Once
+	err  error
+}
+
+// CreateCompChannel creates a completion channel (CREATE_COMP_CHANNEL).
+func (x *Context) CreateCompChannel() (*CompChannel, error) {
+	if err := x.lockOpen("create completion channel"); err != nil {
+		return nil, err
+	}
+	defer x.mu.Unlock()
+	var req abi.UverbsGetContext
+	var resp abi.UverbsCreateCompChannelResp
+	if err := x.exec(&cmd{num: abi.UverbsCmdCreateCompChannel, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp)}); err != nil {
+		return nil, opErr("create completion channel", x.dev.Name, err)
+	}
+	ev, err := newEventFile(int(resp.FD), x.dev.Name+" completion channel")
+	if err != nil {
+		return nil, opErr("completion channel fd", x.dev.Name, err)
+	}
+	ch := &CompChannel{ctx: x, ev: ev}
+	x.channels[ch] = struct{}{}
+	return ch, nil
+}
+
+// Wait blocks until at least one armed CQ of this channel has a
+// completion, then drains the channel (reads until EAGAIN) and returns
+// each CQ that reported, once. Re-arm each with RequestNotify and poll it
+// again to close the race with completions that arrived meanwhile.
+func (ch *CompChannel) Wait(ctx context.Context) ([]*CQ, error) {
+	x := ch.ctx
+	var handles []uint64
+	err := ch.ev.readAll(ctx, 8, func(b []byte) {
+		handles = append(handles, abi.Decode[abi.UverbsCompEventDesc](b).CQHandle)
+	})
+	if len(handles) == 0 {
+		return nil, err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []*CQ
+	seen := map[uint64]bool{}
+	for _, h := range handles {
+		if cq := x.cqs[h]; cq != nil && !seen[h] {
+			seen[h] = true
+			cq.events++
+			out = append(out, cq)
+		}
+	}
+	return out, nil
+}
+
+// Close closes the channel fd, interrupting Wait.
+func (ch *CompChannel) Close() error {
+	ch.once.Do(func() {
+		ch.err = ch.ev.close()
+		x := ch.ctx
+		x.mu.Lock()
+		delete(x.channels, ch)
+		x.mu.Unlock()
+	})
+	return ch.err
+}
+
+// CQ is a completion queue.
+type CQ struct {
+	ctx     *Context
+	handle  uint32
+	uhandle uint64
+	cqe     int
+	channel *CompChannel
+	ops     cqOps
+	events  int // completion events seen
+	mu      sync.Mutex
+	once    sync.Once
+	err     error
+}
+
+// CQEvents is not exported; Handle is the user handle the kernel reports
+// in async events about this CQ.
+func (cq *CQ) Handle() uint64 { return cq.uhandle }
+
+// Size is the number of entries the kernel gave the CQ.
+func (cq *CQ) Size() int { return cq.cqe }
+
+// CreateCQ creates a CQ with at least cqe entries, reporting completion
+// events on ch (nil for none) with the given completion vector (CQ/CREATE,
+// or CREATE_CQ), and maps its ring when the provider shares one.
+func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
+	if cqe < 1 {
+		return nil, &OpError{Op: "create CQ", Device: x.dev.Name, Err: fmt.Errorf("%w: %d entries", ErrInvalid, cqe)}
+	}
+	if err := x.lockOpen("create CQ"); err != nil {
+		return nil, err
+	}
+	defer x.mu.Unlock()
+	cq := &CQ{ctx: x, uhandle: x.handle(), channel: ch}
+	drvIn, drvOut := x.prov.cqData()
+	chFD := int32(-1)
+	if ch != nil {
+		chFD = ch.ev.fd()
+	}
+	var err error = unix.ENOTTY
+	if x.nativeIoctl {
+		var respCQE [4]byte
+		call := abi.NewIoctl(abi.UverbsObjectCQ, abi.UverbsMethodCQCreate, x.driverID)
+		h := call.IDR(abi.UverbsAttrCreateCQHandle, 0)
+		call.Out(abi.UverbsAttrCreateCQRespCQE, respCQE[:])
+		call.U32(abi.UverbsAttrCreateCQCQE, uint32(cqe))
+		call.U64(abi.UverbsAttrCreateCQUserHandle, cq.uhandle)
+		if ch != nil {
+			call.FD(abi.UverbsAttrCreateCQCompChannel, chFD)
+		}
+		call.U32(abi.UverbsAttrCreateCQCompVector, uint32(vector))
+		if x.async != nil {
+			call.Optional(call.FD(abi.UverbsAttrCreateCQEventFD, x.async.fd()))
+		}
+		if len(drvIn) > 0 {
+			call.In(abi.UverbsAttrUHWIn, drvIn)
+		}
+		if len(drvOut) > 0 {
+			call.Out(abi.UverbsAttrUHWOut, drvOut)
+		}
+		if err = call.Do(x.fd); err == nil {
+			cq.handle = uint32(call.Data(h))
+			cq.cqe = int(abi.Native.Uint32(respCQE[:]))
+		}
+	}
+	if noMethod(err) {
+		req := abi.UverbsCreateCQ{UserHandle: cq.uhandle, CQE: uint32(cqe), CompVector: uint32(vector), CompChannel: chFD}
+		var resp abi.UverbsCreateCQResp
+		err = x.exec(&cmd{num: abi.UverbsCmdCreateCQ, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut})
+		cq.handle, cq.cqe = resp.CQHandle, int(resp.CQE)
+	}
+	if err != nil {
+		return nil, opErr("create CQ", x.dev.Name, err)
+	}
+	ops, err := x.prov.newCQ(cq, drvOut)
+	if err != nil {
+		x.destroyCQ(cq)
+		return nil, err
+	}
+	cq.ops = ops
+	x.cqs[cq.uhandle] = cq
+	return cq, nil
+}
+
+func (x *Context) destroyCQ(cq *CQ) error {
+	var resp abi.UverbsDestroyCQResp
+	return x.destroy(abi.UverbsObjectCQ, abi.UverbsMethodCQDestroy, abi.UverbsAttrDestroyCQHandle, cq.handle, abi.Bytes(&resp), func() error {
+		req := abi.UverbsDestroyCQ{CQHandle: cq.handle}
+		return x.exec(&cmd{num: abi.UverbsCmdDestroyCQ, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp)})
+	})
+}
+
+// Close destroys the CQ and unmaps its ring. Destroy the QPs using it
+// first (the kernel refuses with EBUSY).
+func (cq *CQ) Close() error {
+	cq.once.Do(func() {
+		x := cq.ctx
+		err := x.destroyCQ(cq)
+		if err == nil && cq.ops != nil {
+			err = cq.ops.close()
+		}
+		cq.err = opErr("destroy CQ", x.dev.Name, err)
+		x.mu.Lock()
+		delete(x.cqs, cq.uhandle)
+		x.mu.Unlock()
+	})
+	return cq.err
+}
+
+// Poll copies up to len(wc) completions into wc and returns how many. It
+// makes no syscall on providers with a shared ring (rxe).
+func (cq *CQ) Poll(wc []WC) (int, error) {
+	if cq.ops == nil {
+		return 0, notSupported("poll CQ", cq.ctx.dev.Name, "no data path for provider "+cq.ctx.prov.name())
+	}
+	cq.mu.Lock()
+	n := cq.ops.poll(wc)
+	cq.mu.Unlock()
+	return n, nil
+}
+
+// RequestNotify arms the CQ: the next completion (only solicited ones if
+// solicitedOnly) queues one event on its channel (REQ_NOTIFY_CQ).
+func (cq *CQ) RequestNotify(solicitedOnly bool) error {
+	x := cq.ctx
+	req := abi.UverbsReqNotifyCQ{CQHandle: cq.handle}
+	if solicitedOnly {
+		req.SolicitedOnly = 1
+	}
+	if err := x.exec(&cmd{num: abi.UverbsCmdReqNotifyCQ, in: abi.Bytes(&req)}); err != nil {
+		return opErr("request CQ notification", x.dev.Name, err)
+	}
+	return nil
+}
+
+// WCStatus is a work completion status (enum ib_wc_status).
+type WCStatus uint32
+
+// Work completion statuses (IBTA vol. 1 §11.6.2).
+const (
+	WCSuccess       WCStatus = 0
+	WCLocLenErr     WCStatus = 1
+	WCLocQPOpErr    WCStatus = 2
+	WCLocProtErr    WCStatus = 4
+	WCWRFlushErr    WCStatus = 5
+	WCBadRespErr    WCStatus = 7
+	WCLocAccessErr  WCStatus = 8
+	WCRemInvReqErr  WCStatus = 9
+	WCRemAccessErr  WCStatus = 10
+	WCRemOpErr      WCStatus = 11
+	WCRetryExcErr   WCStatus = 12
+	WCRNRRetryExcEr WCStatus = 13
+	WCGeneralErr    WCStatus = 21
+)
+
+var wcStatusNames = map[WCStatus]string{
+	0: "success", 1: "local length error", 2: "local QP operation error", 3: "local EE context operation error",
+	4: "local protection error", 5: "Work Request Flushed Error", 6: "memory management operation error",
+	7: "bad response error", 8: "local access error", 9: "remote invalid request error",
+	10: "remote access error", 11: "remote operation error", 12: "transport retry counter exceeded",
+	13: "RNR retry counter exceeded", 14: "local RDD violation error", 15: "remote invalid RD request",
+	16: "operation aborted", 17: "invalid EE context number", 18: "invalid EE context state",
+	19: "fatal error", 20: "response timeout error", 21: "general error",
+}
+
+func (s WCStatus) String() string {
+	if n, ok := wcStatusNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("WCStatus(%d)", uint32(s))
+}
+
+// WCOpcode is the operation a completion reports (enum ib_wc_opcode).
+type WCOpcode uint32
+
+// Completion opcodes.
+const (
+	WCSend            WCOpcode = 0
+	WCRDMAWrite       WCOpcode = 1
+	WCRDMARead        WCOpcode = 2
+	WCRecv            WCOpcode = 128
+	WCRecvRDMAWithImm WCOpcode = 129
+)
+
+// WCFlags are work completion flags (enum ib_uverbs_wc_flags).
+type WCFlags uint32
+
+// Completion flags.
+const (
+	WCWithGRH WCFlags = 1 << 0
+	WCWithImm WCFlags = 1 << 1
+	WCWithInv WCFlags = 1 << 3
+)
+
+// WC is a work completion (struct ib_uverbs_wc).
+type WC struct {
+	ID        uint64
+	Status    WCStatus
+	Opcode    WCOpcode
+	VendorErr uint32
+	ByteLen   uint32
+	// Imm is the immediate data in host order (valid with WCWithImm).
+	Imm          uint32
+	QPNum        uint32
+	SrcQP        uint32
+	Flags        WCFlags
+	PKeyIndex    uint16
+	SLID         uint16
+	SL           uint8
+	DLIDPathBits uint8
+	PortNum      uint8
+}

@@ -1,0 +1,133 @@
+package uverbs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// eventFile is a kernel event fd (completion channel or async events) in
+// the Go netpoller: non-blocking, registered through os.NewFile, read
+// through its RawConn so that a read that would block parks the goroutine
+// until epoll reports the fd readable. Readiness is edge-triggered, so
+// readers drain until EAGAIN (readAll) instead of trusting one read per
+// wake-up.
+type eventFile struct {
+	f  *os.File
+	rc syscall.RawConn
+
+	mu  sync.Mutex // serialises deadline changes
+	gen uint64     // bumps per wait so a late cancel cannot hit the next one
+}
+
+func newEventFile(fd int, name string) (*eventFile, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &eventFile{f: f, rc: rc}, nil
+}
+
+// fd is the descriptor number, for ioctl FD attributes and create
+// commands; valid while the file is open.
+func (e *eventFile) fd() int32 {
+	var n int32 = -1
+	e.rc.Control(func(fd uintptr) { n = int32(fd) })
+	return n
+}
+
+func (e *eventFile) close() error { return e.f.Close() }
+
+// tryRead reads one event without blocking; ok is false on EAGAIN.
+func (e *eventFile) tryRead(buf []byte) (n int, ok bool, err error) {
+	var rerr error
+	cerr := e.rc.Control(func(fd uintptr) { n, rerr = unix.Read(int(fd), buf) })
+	if cerr != nil {
+		return 0, false, closedErr(cerr)
+	}
+	if rerr == unix.EAGAIN {
+		return 0, false, nil
+	}
+	if rerr != nil {
+		return 0, false, rerr
+	}
+	return n, true, nil
+}
+
+// wait blocks until one event is read into buf or ctx ends. Closing the
+// file interrupts it with ErrClosed.
+func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	e.gen++
+	gen := e.gen
+	e.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		if e.gen == gen {
+			e.f.SetReadDeadline(time.Unix(1, 0)) // wakes the parked Read
+		}
+		e.mu.Unlock()
+	})
+	var n int
+	var rerr error
+	err := e.rc.Read(func(fd uintptr) bool {
+		n, rerr = unix.Read(int(fd), buf)
+		return rerr != unix.EAGAIN
+	})
+	stop()
+	e.mu.Lock()
+	e.gen++
+	e.f.SetReadDeadline(time.Time{})
+	e.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, closedErr(err)
+	}
+	if rerr != nil {
+		return 0, rerr
+	}
+	return n, nil
+}
+
+func closedErr(err error) error {
+	if errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// readAll waits for the first event, then drains the fd until EAGAIN,
+// calling fn for each event of size bytes.
+func (e *eventFile) readAll(ctx context.Context, size int, fn func([]byte)) error {
+	buf := make([]byte, size)
+	n, err := e.wait(ctx, buf)
+	if err != nil {
+		return err
+	}
+	for {
+		if n == size {
+			fn(buf)
+		}
+		var ok bool
+		n, ok, err = e.tryRead(buf)
+		if err != nil || !ok {
+			return err
+		}
+	}
+}

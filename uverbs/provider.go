@@ -1,0 +1,99 @@
+package uverbs
+
+import (
+	"fmt"
+
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/qp"
+)
+
+// provider is the user-space half of a driver: the driver data it adds
+// to commands and the data path it runs (rdma-core's providers/*). rxe is
+// complete; mlx5 has its context and ECE parts but no data path yet; any
+// other driver gets the generic provider (control path only).
+type provider interface {
+	name() string
+	// checkABI validates the driver ABI version (uverbsN/abi_version).
+	checkABI(dev Device) error
+	// contextData returns the GET_CONTEXT driver input and a buffer for
+	// the driver output; contextCreated parses the output.
+	contextData() (in, out []byte)
+	contextCreated(x *Context, out []byte) error
+	close() error
+
+	cqData() (in, out []byte)
+	newCQ(cq *CQ, out []byte) (cqOps, error)
+	qpData(q *QP, init *QPInit) (in, out []byte, err error)
+	newQP(q *QP, out []byte) (qpOps, error)
+	ahData() (out []byte)
+	ahCreated(ah *AH, out []byte)
+	// modifyQPData returns driver data for a modify; ex asks for
+	// EX_MODIFY_QP even without RATE_LIMIT.
+	modifyQPData(q *QP, attr *qp.Attr, mask qp.Mask) (in, out []byte, ex bool)
+	modifyQPDone(q *QP, out []byte)
+	queryECE(q *QP) (ece.ECE, error)
+	setECE(q *QP, e ece.ECE) error
+}
+
+// cqOps is a provider's CQ data path.
+type cqOps interface {
+	poll(wc []WC) int
+	close() error
+}
+
+// qpOps is a provider's QP data path.
+type qpOps interface {
+	postSend(wrs []SendWR) error
+	postRecv(wrs []RecvWR) error
+	close() error
+}
+
+func newProvider(driverID uint32) provider {
+	switch driverID {
+	case abi.RDMADriverRXE:
+		return &rxeProvider{}
+	case abi.RDMADriverMLX5:
+		return &mlx5Provider{}
+	}
+	return genericProvider{}
+}
+
+// genericProvider serves drivers this package has no provider for: every
+// control-path command works as far as the driver accepts it without
+// driver data; there is no data path and no ECE.
+type genericProvider struct{}
+
+func (genericProvider) name() string                          { return "generic" }
+func (genericProvider) checkABI(Device) error                 { return nil }
+func (genericProvider) contextData() (in, out []byte)         { return nil, nil }
+func (genericProvider) contextCreated(*Context, []byte) error { return nil }
+func (genericProvider) close() error                          { return nil }
+func (genericProvider) cqData() (in, out []byte)              { return nil, nil }
+func (genericProvider) newCQ(*CQ, []byte) (cqOps, error)      { return nil, nil }
+func (genericProvider) ahData() []byte                        { return nil }
+func (genericProvider) ahCreated(*AH, []byte)                 {}
+func (genericProvider) modifyQPDone(*QP, []byte)              {}
+func (genericProvider) newQP(*QP, []byte) (qpOps, error)      { return nil, nil }
+func (genericProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
+	return nil, nil, nil
+}
+func (genericProvider) modifyQPData(*QP, *qp.Attr, qp.Mask) (in, out []byte, ex bool) {
+	return nil, nil, false
+}
+func (genericProvider) queryECE(q *QP) (ece.ECE, error) {
+	return ece.ECE{}, notSupported("query ECE", q.pd.ctx.dev.Name, "provider has no ECE")
+}
+func (genericProvider) setECE(q *QP, _ ece.ECE) error {
+	return notSupported("set ECE", q.pd.ctx.dev.Name, "provider has no ECE")
+}
+
+// abiRange checks a driver ABI version against what a provider accepts.
+func abiRange(dev Device, prov string, lo, hi int) error {
+	v := dev.Verbs.ABIVersion
+	if v == 0 || (v >= lo && v <= hi) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s driver ABI %d (/sys/class/infiniband_verbs/%s/abi_version); the %s provider speaks %d..%d",
+		ErrABIVersion, dev.Name, v, dev.Verbs.Name, prov, lo, hi)
+}

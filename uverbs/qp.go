@@ -1,0 +1,401 @@
+package uverbs
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/qp"
+	"golang.org/x/sys/unix"
+)
+
+// QPInit describes a QP to create.
+type QPInit struct {
+	Type   qp.QPType // qp.RC, qp.UC or qp.UD
+	SendCQ *CQ
+	RecvCQ *CQ
+	Cap    qp.Cap
+	// SignalAll makes every send WR generate a completion.
+	SignalAll bool
+}
+
+// QP is a queue pair.
+type QP struct {
+	pd      *PD
+	handle  uint32
+	uhandle uint64
+	num     uint32
+	typ     qp.QPType
+	cap     qp.Cap
+	sendCQ  *CQ
+	recvCQ  *CQ
+
+	mu    sync.Mutex // state and modify
+	state qp.State
+	port  uint8
+
+	ops  qpOps
+	drv  any // provider state (mlx5 ECE)
+	once sync.Once
+	err  error
+}
+
+// Num is the QP number.
+func (q *QP) Num() uint32 { return q.num }
+
+// Type is the QP's transport type.
+func (q *QP) Type() qp.QPType { return q.typ }
+
+// Cap is the capacity the kernel granted (it may exceed what was asked).
+func (q *QP) Cap() qp.Cap { return q.cap }
+
+// State is the state the QP was last moved to by Modify.
+func (q *QP) State() qp.State {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.state
+}
+
+// Handle is the user handle the kernel reports in async events.
+func (q *QP) Handle() uint64 { return q.uhandle }
+
+// PD is the protection domain of the QP.
+func (q *QP) PD() *PD { return q.pd }
+
+// CreateQP creates a QP in RESET (QP/CREATE, or CREATE_QP) and maps its
+// work queues when the provider shares them.
+func (pd *PD) CreateQP(init QPInit) (*QP, error) {
+	x := pd.ctx
+	switch init.Type {
+	case qp.RC, qp.UC, qp.UD:
+	default:
+		return nil, &OpError{Op: "create QP", Device: x.dev.Name, Err: fmt.Errorf("%w: QP type %v (RC, UC and UD are supported)", ErrNotSupported, init.Type)}
+	}
+	if init.SendCQ == nil || init.RecvCQ == nil {
+		return nil, &OpError{Op: "create QP", Device: x.dev.Name, Err: fmt.Errorf("%w: send and receive CQs are required", ErrInvalid)}
+	}
+	if err := x.lockOpen("create QP"); err != nil {
+		return nil, err
+	}
+	defer x.mu.Unlock()
+	q := &QP{pd: pd, uhandle: x.handle(), typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ}
+	drvIn, drvOut, err := x.prov.qpData(q, &init)
+	if err != nil {
+		return nil, err
+	}
+	capIn := abi.UverbsQPCap{MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR, MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE, MaxInlineData: init.Cap.MaxInlineData}
+	var capOut abi.UverbsQPCap
+	err = error(unix.ENOTTY)
+	if x.nativeIoctl {
+		var qpn [4]byte
+		call := abi.NewIoctl(abi.UverbsObjectQP, abi.UverbsMethodQPCreate, x.driverID)
+		call.IDR(abi.UverbsAttrCreateQPPDHandle, pd.handle)
+		call.IDR(abi.UverbsAttrCreateQPSendCQHandle, init.SendCQ.handle)
+		call.IDR(abi.UverbsAttrCreateQPRecvCQHandle, init.RecvCQ.handle)
+		h := call.IDR(abi.UverbsAttrCreateQPHandle, 0)
+		call.Const(abi.UverbsAttrCreateQPType, uint64(init.Type))
+		call.U64(abi.UverbsAttrCreateQPUserHandle, q.uhandle)
+		call.In(abi.UverbsAttrCreateQPCap, abi.Bytes(&capIn))
+		if x.async != nil {
+			call.FD(abi.UverbsAttrCreateQPEventFD, x.async.fd())
+		}
+		if init.SignalAll {
+			call.U64(abi.UverbsAttrCreateQPFlags, uint64(abi.UverbsQPCreateSQSigAll))
+		}
+		call.Out(abi.UverbsAttrCreateQPRespCap, abi.Bytes(&capOut))
+		call.Out(abi.UverbsAttrCreateQPRespQPNum, qpn[:])
+		if len(drvIn) > 0 {
+			call.In(abi.UverbsAttrUHWIn, drvIn)
+		}
+		if len(drvOut) > 0 {
+			call.Out(abi.UverbsAttrUHWOut, drvOut)
+		}
+		if err = call.Do(x.fd); err == nil {
+			q.handle = uint32(call.Data(h))
+			q.num = abi.Native.Uint32(qpn[:])
+		}
+	}
+	if noMethod(err) {
+		req := abi.UverbsCreateQP{
+			UserHandle: q.uhandle, PDHandle: pd.handle, SendCQHandle: init.SendCQ.handle, RecvCQHandle: init.RecvCQ.handle,
+			MaxSendWR: capIn.MaxSendWR, MaxRecvWR: capIn.MaxRecvWR, MaxSendSGE: capIn.MaxSendSGE, MaxRecvSGE: capIn.MaxRecvSGE,
+			MaxInlineData: capIn.MaxInlineData, QPType: uint8(init.Type),
+		}
+		if init.SignalAll {
+			req.SQSigAll = 1
+		}
+		var resp abi.UverbsCreateQPResp
+		err = x.exec(&cmd{num: abi.UverbsCmdCreateQP, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut})
+		q.handle, q.num = resp.QPHandle, resp.QPN
+		capOut = abi.UverbsQPCap{MaxSendWR: resp.MaxSendWR, MaxRecvWR: resp.MaxRecvWR, MaxSendSGE: resp.MaxSendSGE, MaxRecvSGE: resp.MaxRecvSGE, MaxInlineData: resp.MaxInlineData}
+	}
+	if err != nil {
+		return nil, opErr("create QP", x.dev.Name, err)
+	}
+	q.cap = qp.Cap{MaxSendWR: capOut.MaxSendWR, MaxRecvWR: capOut.MaxRecvWR, MaxSendSGE: capOut.MaxSendSGE, MaxRecvSGE: capOut.MaxRecvSGE, MaxInlineData: capOut.MaxInlineData}
+	ops, err := x.prov.newQP(q, drvOut)
+	if err != nil {
+		x.destroyQP(q)
+		return nil, err
+	}
+	q.ops = ops
+	x.qps[q] = struct{}{}
+	return q, nil
+}
+
+func (x *Context) destroyQP(q *QP) error {
+	var resp abi.UverbsDestroyQPResp
+	return x.destroy(abi.UverbsObjectQP, abi.UverbsMethodQPDestroy, abi.UverbsAttrDestroyQPHandle, q.handle, abi.Bytes(&resp), func() error {
+		req := abi.UverbsDestroyQP{QPHandle: q.handle}
+		return x.exec(&cmd{num: abi.UverbsCmdDestroyQP, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp)})
+	})
+}
+
+// Close destroys the QP and unmaps its queues.
+func (q *QP) Close() error {
+	q.once.Do(func() {
+		x := q.pd.ctx
+		err := x.destroyQP(q)
+		if err == nil && q.ops != nil {
+			err = q.ops.close()
+		}
+		q.err = opErr("destroy QP", x.dev.Name, err)
+		x.mu.Lock()
+		delete(x.qps, q)
+		x.mu.Unlock()
+	})
+	return q.err
+}
+
+// Modify applies the attributes selected by mask (MODIFY_QP, or
+// EX_MODIFY_QP when RATE_LIMIT is set or the provider sends driver data).
+// The request is checked with qp.Check against the QP's type and current
+// state before any syscall; the error then names the missing or
+// forbidden attributes and matches qp.ErrInvalidTransition etc.
+func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
+	x := q.pd.ctx
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if attr == nil {
+		attr = &qp.Attr{}
+	}
+	if err := qp.Check(q.typ, q.state, attr, mask); err != nil {
+		return &OpError{Op: fmt.Sprintf("modify QP %#x", q.num), Device: x.dev.Name, Err: err}
+	}
+	base := modifyCmd(q, attr, mask)
+	drvIn, drvOut, needEx := x.prov.modifyQPData(q, attr, mask)
+	var err error
+	if mask&qp.MaskRateLimit != 0 || needEx {
+		req := abi.UverbsExModifyQP{Base: base, RateLimit: attr.RateLimit}
+		var resp abi.UverbsExModifyQPResp
+		err = x.exec(&cmd{num: abi.UverbsExCmdModifyQP, ex: true, in: abi.Bytes(&req), out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut})
+	} else {
+		err = x.exec(&cmd{num: abi.UverbsCmdModifyQP, in: abi.Bytes(&base)})
+	}
+	if err != nil {
+		return opErr(fmt.Sprintf("modify QP %#x (%v)", q.num, mask), x.dev.Name, err)
+	}
+	x.prov.modifyQPDone(q, drvOut)
+	if mask&qp.MaskPort != 0 {
+		q.port = attr.Port
+	}
+	if mask&qp.MaskState != 0 {
+		q.state = attr.State
+	}
+	return nil
+}
+
+func qpDest(a *qp.AH, port uint8) abi.UverbsQPDest {
+	d := abi.UverbsQPDest{
+		DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, DLID: a.DLID, SGIDIndex: a.GRH.SGIDIndex,
+		HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass, SL: a.SL, SrcPathBits: a.SrcPathBits,
+		StaticRate: a.StaticRate, PortNum: a.PortNum,
+	}
+	if a.IsGlobal {
+		d.IsGlobal = 1
+	}
+	if d.PortNum == 0 {
+		d.PortNum = port // the kernel requires the QP's port here
+	}
+	return d
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func modifyCmd(q *QP, a *qp.Attr, mask qp.Mask) abi.UverbsModifyQP {
+	port := q.port
+	if mask&qp.MaskPort != 0 {
+		port = a.Port
+	}
+	return abi.UverbsModifyQP{
+		Dest:             qpDest(&a.AH, port),
+		AltDest:          qpDest(&a.AltPath.AH, a.AltPath.PortNum),
+		QPHandle:         q.handle,
+		AttrMask:         uint32(mask) & uint32(qp.MaskLegacy),
+		Qkey:             a.QKey,
+		RQPSN:            a.RQPSN,
+		SQPSN:            a.SQPSN,
+		DestQPNum:        a.DestQPN,
+		QPAccessFlags:    uint32(a.AccessFlags),
+		PkeyIndex:        a.PKeyIndex,
+		AltPkeyIndex:     a.AltPath.PKeyIndex,
+		QPState:          uint8(a.State),
+		CurQPState:       uint8(a.CurState),
+		PathMTU:          uint8(a.PathMTU),
+		PathMigState:     uint8(a.PathMigState),
+		EnSQDAsyncNotify: b2u(a.EnSQDAsyncNotify),
+		MaxRdAtomic:      a.MaxRdAtomic,
+		MaxDestRdAtomic:  a.MaxDestRdAtomic,
+		MinRNRTimer:      a.MinRNRTimer,
+		PortNum:          a.Port,
+		Timeout:          a.Timeout,
+		RetryCnt:         a.RetryCnt,
+		RNRRetry:         a.RNRRetry,
+		AltPortNum:       a.AltPath.PortNum,
+		AltTimeout:       a.AltPath.Timeout,
+	}
+}
+
+// QPAttr is what Query reports: the attributes, the current state and
+// the capacity.
+type QPAttr struct {
+	qp.Attr
+	SQDraining bool
+	SignalAll  bool
+	Cap        qp.Cap
+}
+
+// Query reads the QP's attributes from the kernel (QUERY_QP); mask says
+// which ones the caller wants (the kernel fills the others as well on
+// most drivers).
+func (q *QP) Query(mask qp.Mask) (QPAttr, error) {
+	x := q.pd.ctx
+	req := abi.UverbsQueryQP{QPHandle: q.handle, AttrMask: uint32(mask)}
+	var r abi.UverbsQueryQPResp
+	var out QPAttr
+	if err := x.exec(&cmd{num: abi.UverbsCmdQueryQP, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&r)}); err != nil {
+		return out, opErr(fmt.Sprintf("query QP %#x", q.num), x.dev.Name, err)
+	}
+	a := &out.Attr
+	a.State, a.CurState = qp.State(r.QPState), qp.State(r.CurQPState)
+	a.PathMTU, a.PathMigState = qp.MTU(r.PathMTU), qp.MigState(r.PathMigState)
+	a.QKey, a.RQPSN, a.SQPSN, a.DestQPN = r.Qkey, r.RQPSN, r.SQPSN, r.DestQPNum
+	a.AccessFlags = qp.Access(r.QPAccessFlags)
+	a.PKeyIndex, a.Port = r.PkeyIndex, r.PortNum
+	a.MaxRdAtomic, a.MaxDestRdAtomic, a.MinRNRTimer = r.MaxRdAtomic, r.MaxDestRdAtomic, r.MinRNRTimer
+	a.Timeout, a.RetryCnt, a.RNRRetry = r.Timeout, r.RetryCnt, r.RNRRetry
+	a.AH = fromDest(r.Dest)
+	a.AltPath = qp.AltPath{AH: fromDest(r.AltDest), PKeyIndex: r.AltPkeyIndex, PortNum: r.AltPortNum, Timeout: r.AltTimeout}
+	out.SQDraining, out.SignalAll = r.SQDraining != 0, r.SQSigAll != 0
+	out.Cap = qp.Cap{MaxSendWR: r.MaxSendWR, MaxRecvWR: r.MaxRecvWR, MaxSendSGE: r.MaxSendSGE, MaxRecvSGE: r.MaxRecvSGE, MaxInlineData: r.MaxInlineData}
+	return out, nil
+}
+
+func fromDest(d abi.UverbsQPDest) qp.AH {
+	return qp.AH{
+		GRH:  qp.GRH{DGID: d.DGID, FlowLabel: d.FlowLabel, SGIDIndex: d.SGIDIndex, HopLimit: d.HopLimit, TrafficClass: d.TrafficClass},
+		DLID: d.DLID, SL: d.SL, SrcPathBits: d.SrcPathBits, StaticRate: d.StaticRate, IsGlobal: d.IsGlobal != 0, PortNum: d.PortNum,
+	}
+}
+
+// QueryECE returns the QP's Enhanced Connection Establishment value as the
+// provider negotiated it. Providers without ECE (rxe, and any but mlx5)
+// return an error matching ErrNotSupported and unix.EOPNOTSUPP, as
+// libibverbs' ibv_query_ece does.
+func (q *QP) QueryECE() (ece.ECE, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pd.ctx.prov.queryECE(q)
+}
+
+// SetECE asks the provider to apply e at the QP's next modify (mlx5:
+// ece_options in EX_MODIFY_QP). A zero vendor id is refused with
+// unix.EOPNOTSUPP like ibv_set_ece; providers without ECE return an error
+// matching ErrNotSupported.
+func (q *QP) SetECE(e ece.ECE) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e.VendorID == 0 {
+		return &OpError{Op: "set ECE", Device: q.pd.ctx.dev.Name, Err: fmt.Errorf("vendor id 0: %w", unix.EOPNOTSUPP)}
+	}
+	return q.pd.ctx.prov.setECE(q, e)
+}
+
+// Opcode is a send work request opcode (enum ib_uverbs_wr_opcode).
+type Opcode uint32
+
+// Send opcodes.
+const (
+	OpRDMAWrite        Opcode = 0
+	OpRDMAWriteWithImm Opcode = 1
+	OpSend             Opcode = 2
+	OpSendWithImm      Opcode = 3
+	OpRDMARead         Opcode = 4
+)
+
+// SendFlags modify a send work request (enum ib_send_flags).
+type SendFlags uint32
+
+// Send flags.
+const (
+	SendFence     SendFlags = 1 << 0
+	SendSignaled  SendFlags = 1 << 1
+	SendSolicited SendFlags = 1 << 2
+	SendInline    SendFlags = 1 << 3
+)
+
+// SGE is a scatter/gather element: registered memory and its local key.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// SendWR is a send work request.
+type SendWR struct {
+	ID     uint64
+	Opcode Opcode
+	Flags  SendFlags
+	SGEs   []SGE
+	// InlineData, with SendInline, is copied into the WQE instead of the
+	// SGEs' memory (which is copied when InlineData is nil).
+	InlineData []byte
+	// Imm is the immediate data, host order (sent big-endian).
+	Imm uint32
+	// RDMA operations.
+	RemoteAddr uint64
+	RKey       uint32
+	// UD sends.
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
+}
+
+// RecvWR is a receive work request.
+type RecvWR struct {
+	ID   uint64
+	SGEs []SGE
+}
+
+// PostSend posts wrs to the send queue and rings the doorbell once. On an
+// error no WR after the failing one was posted; the error says which.
+func (q *QP) PostSend(wrs []SendWR) error {
+	if q.ops == nil {
+		return notSupported("post send", q.pd.ctx.dev.Name, "no data path for provider "+q.pd.ctx.prov.name())
+	}
+	return q.ops.postSend(wrs)
+}
+
+// PostRecv posts wrs to the receive queue.
+func (q *QP) PostRecv(wrs []RecvWR) error {
+	if q.ops == nil {
+		return notSupported("post receive", q.pd.ctx.dev.Name, "no data path for provider "+q.pd.ctx.prov.name())
+	}
+	return q.ops.postRecv(wrs)
+}

@@ -1,0 +1,363 @@
+package uverbs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/qp"
+	"golang.org/x/sys/unix"
+)
+
+// The soft-RoCE (rxe) provider. The kernel shares each CQ and work queue
+// as a ring (struct rxe_queue_buf) that user space maps from the uverbs fd
+// at the cookie offset returned in the create response (struct mminfo).
+// Posting writes WQEs into the ring and publishes the producer index;
+// sends then ring a doorbell, a POST_SEND write command with no WRs that
+// makes the kernel run the QP's requester. Polling reads CQEs and
+// publishes the consumer index. (include/uapi/rdma/rdma_user_rxe.h;
+// kernel drivers/infiniband/sw/rxe/rxe_queue.h; rdma-core providers/rxe.)
+//
+// Memory ordering: the kernel reads user-owned indices with
+// smp_load_acquire and publishes its own with smp_store_release. Here the
+// indices are accessed only through sync/atomic, whose operations are
+// sequentially consistent in the Go memory model and so at least
+// acquire/release on every architecture (LDAR/STLR on arm64; plain MOV
+// plus the x86 TSO guarantees and XCHG on amd64). A producer store
+// therefore orders the WQE bytes written before it, and a CQE is read only
+// after the acquire load of the producer index that covers it.
+
+type rxeProvider struct{}
+
+func (*rxeProvider) name() string { return "rxe" }
+
+// rdma-core's rxe provider accepts driver ABI 1..2 on 64-bit hosts.
+func (*rxeProvider) checkABI(dev Device) error {
+	return abiRange(dev, "rxe", 1, abi.RxeUverbsABIVersion)
+}
+
+func (*rxeProvider) contextData() (in, out []byte)         { return nil, nil }
+func (*rxeProvider) contextCreated(*Context, []byte) error { return nil }
+func (*rxeProvider) close() error                          { return nil }
+
+func (*rxeProvider) cqData() (in, out []byte) {
+	return nil, make([]byte, unsafe.Sizeof(abi.RxeCreateCQResp{}))
+}
+
+func (*rxeProvider) newCQ(cq *CQ, out []byte) (cqOps, error) {
+	resp := abi.Decode[abi.RxeCreateCQResp](out)
+	q, err := mapRxeQueue(cq.ctx.fd, resp.MI, int(unsafe.Sizeof(abi.UverbsWC{})))
+	if err != nil {
+		return nil, opErr("map CQ ring", cq.ctx.dev.Name, err)
+	}
+	return &rxeCQ{q: q}, nil
+}
+
+// rxe takes no driver input for QPs (the kernel requires inlen == 0).
+func (*rxeProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
+	return nil, make([]byte, unsafe.Sizeof(abi.RxeCreateQPResp{})), nil
+}
+
+func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
+	x := q.pd.ctx
+	resp := abi.Decode[abi.RxeCreateQPResp](out)
+	sq, err := mapRxeQueue(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{})))
+	if err != nil {
+		return nil, opErr("map send queue", x.dev.Name, err)
+	}
+	rq, err := mapRxeQueue(x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{})))
+	if err != nil {
+		sq.unmap()
+		return nil, opErr("map receive queue", x.dev.Name, err)
+	}
+	r := &rxeQP{qp: q, fd: x.fd, sq: sq, rq: rq, dbResp: new(uint32)}
+	r.pin.Pin(r.dbResp)
+	// The doorbell: POST_SEND with wr_count = sge_count = 0 (rdma-core
+	// rxe.c post_send_db); the kernel then schedules the requester.
+	hdr := abi.UverbsCmdHdr{Command: abi.UverbsCmdPostSend, InWords: uint16((8 + unsafe.Sizeof(abi.UverbsPostSend{})) / 4), OutWords: 1}
+	body := abi.UverbsPostSend{Response: abi.Ptr(unsafe.Pointer(r.dbResp)), QPHandle: q.handle, WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{}))}
+	r.doorbell = append(append([]byte{}, abi.Bytes(&hdr)...), abi.Bytes(&body)...)
+	return r, nil
+}
+
+func (*rxeProvider) ahData() []byte { return make([]byte, unsafe.Sizeof(abi.RxeCreateAHResp{})) }
+
+func (*rxeProvider) ahCreated(ah *AH, out []byte) {
+	ah.num = abi.Decode[abi.RxeCreateAHResp](out).AHNum
+}
+
+func (*rxeProvider) modifyQPData(*QP, *qp.Attr, qp.Mask) (in, out []byte, ex bool) {
+	return nil, nil, false
+}
+func (*rxeProvider) modifyQPDone(*QP, []byte) {}
+
+// rxe implements neither query_ece nor set_ece; libibverbs then answers
+// EOPNOTSUPP (dummy ops), and so does this.
+func (*rxeProvider) queryECE(q *QP) (ece.ECE, error) {
+	return ece.ECE{}, notSupported("query ECE", q.pd.ctx.dev.Name, "the rxe provider has no ECE")
+}
+func (*rxeProvider) setECE(q *QP, _ ece.ECE) error {
+	return notSupported("set ECE", q.pd.ctx.dev.Name, "the rxe provider has no ECE")
+}
+
+// rxeQueue is one mapped ring.
+type rxeQueue struct {
+	mem   []byte
+	prod  *uint32
+	cons  *uint32
+	mask  uint32
+	shift uint32
+	data  unsafe.Pointer
+}
+
+// mapRxeQueue maps mi and validates its header once: the element size
+// must hold minElem bytes and every slot must lie inside the mapping.
+func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
+	if mi.Size < abi.RxeQueueDataOff {
+		return nil, fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
+	}
+	mem, err := unix.Mmap(fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
+	}
+	hdr := (*abi.RxeQueueBuf)(unsafe.Pointer(&mem[0]))
+	q := &rxeQueue{
+		mem:   mem,
+		prod:  (*uint32)(unsafe.Pointer(&mem[abi.RxeQueueProducerOff])),
+		cons:  (*uint32)(unsafe.Pointer(&mem[abi.RxeQueueConsumerOff])),
+		mask:  hdr.IndexMask,
+		shift: hdr.Log2ElemSize,
+		data:  unsafe.Pointer(&mem[abi.RxeQueueDataOff]),
+	}
+	slots := uint64(q.mask) + 1
+	if q.shift > 20 || q.mask&(q.mask+1) != 0 || 1<<q.shift < minElem ||
+		abi.RxeQueueDataOff+slots<<q.shift > uint64(len(mem)) {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("bad queue header: log2_elem_size %d, index_mask %#x, %d bytes mapped", q.shift, q.mask, len(mem))
+	}
+	return q, nil
+}
+
+func (q *rxeQueue) slot(i uint32) unsafe.Pointer {
+	return unsafe.Add(q.data, uintptr(i&q.mask)<<q.shift)
+}
+
+func (q *rxeQueue) elemSize() int { return 1 << q.shift }
+
+func (q *rxeQueue) unmap() error {
+	if q == nil || q.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(q.mem)
+	q.mem = nil
+	return err
+}
+
+// rxeCQ polls a mapped CQ ring. The caller (CQ.Poll) serialises.
+type rxeCQ struct{ q *rxeQueue }
+
+func (c *rxeCQ) poll(wc []WC) int {
+	q := c.q
+	cons := atomic.LoadUint32(q.cons) // ours; the kernel only reads it
+	prod := atomic.LoadUint32(q.prod) // acquire: CQEs up to prod are written
+	n := 0
+	for n < len(wc) && cons != prod {
+		w := (*abi.UverbsWC)(q.slot(cons))
+		wc[n] = WC{
+			ID: w.WrID, Status: WCStatus(w.Status), Opcode: WCOpcode(w.Opcode), VendorErr: w.VendorErr,
+			ByteLen: w.ByteLen, Imm: binary.BigEndian.Uint32(w.ImmData[:]), QPNum: w.QPNum, SrcQP: w.SrcQP,
+			Flags: WCFlags(w.WCFlags), PKeyIndex: w.PkeyIndex, SLID: w.SLID, SL: w.SL,
+			DLIDPathBits: w.DLIDPathBits, PortNum: w.PortNum,
+		}
+		cons = (cons + 1) & q.mask
+		n++
+	}
+	if n > 0 {
+		// Release: the slots were read before the kernel may reuse them.
+		atomic.StoreUint32(q.cons, cons)
+	}
+	return n
+}
+
+func (c *rxeCQ) close() error { return c.q.unmap() }
+
+// rxeQP posts into the mapped send and receive rings.
+type rxeQP struct {
+	qp       *QP
+	fd       int
+	sq, rq   *rxeQueue
+	sqMu     sync.Mutex
+	rqMu     sync.Mutex
+	ssn      uint32
+	doorbell []byte
+	dbResp   *uint32 // POST_SEND response (bad_wr), pinned for the QP's life
+	pin      runtime.Pinner
+}
+
+const rxeSendHdr = int(unsafe.Sizeof(abi.RxeSendWQE{})) // 208
+const rxeRecvHdr = int(unsafe.Sizeof(abi.RxeRecvWQE{})) // 40
+const rxeSGESize = int(unsafe.Sizeof(abi.RxeSGE{}))
+
+// memAt views n bytes of memory at a raw address (registered memory,
+// which lives outside the Go heap).
+func memAt(addr uint64, n int) []byte {
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), n)
+}
+
+func (r *rxeQP) checkSend(wr *SendWR) error {
+	q := r.qp
+	switch wr.Opcode {
+	case OpSend, OpSendWithImm:
+	case OpRDMAWrite, OpRDMAWriteWithImm:
+		if q.typ == qp.UD {
+			return fmt.Errorf("%w: RDMA write on a UD QP", ErrInvalid)
+		}
+	case OpRDMARead:
+		if q.typ != qp.RC {
+			return fmt.Errorf("%w: RDMA read needs an RC QP", ErrInvalid)
+		}
+		if wr.Flags&SendInline != 0 {
+			return fmt.Errorf("%w: RDMA read cannot be inline", ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("%w: opcode %d", ErrNotSupported, wr.Opcode)
+	}
+	if q.typ == qp.UD && wr.AH == nil {
+		return fmt.Errorf("%w: UD send without an AH", ErrInvalid)
+	}
+	room := r.sq.elemSize() - rxeSendHdr
+	if wr.Flags&SendInline != 0 {
+		n := len(wr.InlineData)
+		if wr.InlineData == nil {
+			n = 0
+			for _, s := range wr.SGEs {
+				n += int(s.Length)
+			}
+		}
+		if n > int(q.cap.MaxInlineData) || n > room {
+			return fmt.Errorf("%w: %d inline bytes, the QP takes %d", ErrInvalid, n, q.cap.MaxInlineData)
+		}
+	} else if len(wr.SGEs) > int(q.cap.MaxSendSGE) || len(wr.SGEs)*rxeSGESize > room {
+		return fmt.Errorf("%w: %d SGEs, the QP takes %d", ErrInvalid, len(wr.SGEs), q.cap.MaxSendSGE)
+	}
+	return nil
+}
+
+func (r *rxeQP) postSend(wrs []SendWR) error {
+	r.sqMu.Lock()
+	defer r.sqMu.Unlock()
+	q := r.sq
+	prod := atomic.LoadUint32(q.prod)
+	posted := 0
+	var err error
+	for i := range wrs {
+		wr := &wrs[i]
+		if err = r.checkSend(wr); err != nil {
+			break
+		}
+		// Acquire: slots the kernel has consumed are free to overwrite.
+		if (prod+1)&q.mask == atomic.LoadUint32(q.cons) {
+			err = ErrQueueFull
+			break
+		}
+		slot := q.slot(prod)
+		wqe := (*abi.RxeSendWQE)(slot)
+		*wqe = abi.RxeSendWQE{}
+		wqe.WR.WrID = wr.ID
+		wqe.WR.Opcode = uint32(wr.Opcode)
+		wqe.WR.SendFlags = uint32(wr.Flags)
+		if wr.Opcode == OpSendWithImm || wr.Opcode == OpRDMAWriteWithImm {
+			binary.BigEndian.PutUint32(wqe.WR.ImmData[:], wr.Imm)
+		}
+		u := wqe.WR.WR[:]
+		const base = 24 // the union's offset in rxe_send_wr
+		switch wr.Opcode {
+		case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
+			abi.Native.PutUint64(u[abi.RxeWRRDMARemoteAddr-base:], wr.RemoteAddr)
+			abi.Native.PutUint32(u[abi.RxeWRRDMARKey-base:], wr.RKey)
+			wqe.IOVA = wr.RemoteAddr
+		}
+		if r.qp.typ == qp.UD {
+			abi.Native.PutUint32(u[abi.RxeWRUDRemoteQPN-base:], wr.RemoteQPN)
+			abi.Native.PutUint32(u[abi.RxeWRUDRemoteQKey-base:], wr.RemoteQKey)
+			abi.Native.PutUint32(u[abi.RxeWRUDAHNum-base:], wr.AH.num)
+		}
+		total := 0
+		payload := unsafe.Slice((*byte)(unsafe.Add(slot, rxeSendHdr)), q.elemSize()-rxeSendHdr)
+		if wr.Flags&SendInline != 0 {
+			if wr.InlineData != nil {
+				total = copy(payload, wr.InlineData)
+			} else {
+				for _, s := range wr.SGEs {
+					total += copy(payload[total:], memAt(s.Addr, int(s.Length)))
+				}
+			}
+		} else {
+			for j, s := range wr.SGEs {
+				sge := (*abi.RxeSGE)(unsafe.Add(slot, rxeSendHdr+j*rxeSGESize))
+				*sge = abi.RxeSGE{Addr: s.Addr, Length: s.Length, LKey: s.LKey}
+				total += int(s.Length)
+			}
+		}
+		wqe.DMA = abi.RxeDMAInfo{Length: uint32(total), Resid: uint32(total), NumSGE: uint32(len(wr.SGEs))}
+		wqe.SSN = r.ssn
+		r.ssn++
+		prod = (prod + 1) & q.mask
+		// Release: the WQE above is visible before the kernel sees the
+		// new producer index.
+		atomic.StoreUint32(q.prod, prod)
+		posted++
+	}
+	if posted > 0 {
+		if _, werr := unix.Write(r.fd, r.doorbell); werr != nil {
+			return opErr(fmt.Sprintf("post send doorbell on QP %#x", r.qp.num), r.qp.pd.ctx.dev.Name, werr)
+		}
+	}
+	if err != nil {
+		return &OpError{Op: fmt.Sprintf("post send WR %d of %d on QP %#x", posted+1, len(wrs), r.qp.num), Device: r.qp.pd.ctx.dev.Name, Err: err}
+	}
+	return nil
+}
+
+func (r *rxeQP) postRecv(wrs []RecvWR) error {
+	r.rqMu.Lock()
+	defer r.rqMu.Unlock()
+	q := r.rq
+	prod := atomic.LoadUint32(q.prod)
+	for i := range wrs {
+		wr := &wrs[i]
+		if len(wr.SGEs) > int(r.qp.cap.MaxRecvSGE) || rxeRecvHdr+len(wr.SGEs)*rxeSGESize > q.elemSize() {
+			return &OpError{Op: fmt.Sprintf("post receive WR %d on QP %#x", i+1, r.qp.num), Device: r.qp.pd.ctx.dev.Name,
+				Err: fmt.Errorf("%w: %d SGEs, the QP takes %d", ErrInvalid, len(wr.SGEs), r.qp.cap.MaxRecvSGE)}
+		}
+		if (prod+1)&q.mask == atomic.LoadUint32(q.cons) {
+			return &OpError{Op: fmt.Sprintf("post receive WR %d on QP %#x", i+1, r.qp.num), Device: r.qp.pd.ctx.dev.Name, Err: ErrQueueFull}
+		}
+		slot := q.slot(prod)
+		total := 0
+		for j, s := range wr.SGEs {
+			*(*abi.RxeSGE)(unsafe.Add(slot, rxeRecvHdr+j*rxeSGESize)) = abi.RxeSGE{Addr: s.Addr, Length: s.Length, LKey: s.LKey}
+			total += int(s.Length)
+		}
+		*(*abi.RxeRecvWQE)(slot) = abi.RxeRecvWQE{WrID: wr.ID, DMA: abi.RxeDMAInfo{Length: uint32(total), Resid: uint32(total), NumSGE: uint32(len(wr.SGEs))}}
+		prod = (prod + 1) & q.mask
+		atomic.StoreUint32(q.prod, prod) // release, as for sends
+	}
+	return nil
+}
+
+func (r *rxeQP) close() error {
+	err1 := r.sq.unmap()
+	err2 := r.rq.unmap()
+	r.pin.Unpin()
+	if err1 != nil {
+		return err1
+	}
+	return err2
+}
