@@ -89,7 +89,8 @@ func pair(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "timeout for the scripts")
 	bootTimeout := fs.Duration("boot-timeout", vmtest.DefaultBootTimeout, "timeout for booting each guest")
 	fs.Parse(args)
-	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug, BootTimeout: *bootTimeout}
+	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug, BootTimeout: *bootTimeout,
+		Lifetime: 8 * time.Hour}
 	if *nocmA {
 		opts.SkipModulesA = vmtest.CMModules
 	}
