@@ -41,6 +41,8 @@ type Channel struct {
 	unacked  int
 	isClosed bool
 
+	devices deviceCache // verbs contexts and PDs of library QPs
+
 	readTok chan struct{} // held by the one goroutine reading the backend
 	closed  chan struct{}
 	once    sync.Once
@@ -100,7 +102,7 @@ func (c *Channel) Close() error {
 		for _, id := range ids {
 			id.closeLocal()
 		}
-		err = c.b.close()
+		err = errors.Join(c.b.close(), c.devices.close())
 		c.broadcast()
 	})
 	return err

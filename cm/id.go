@@ -269,14 +269,12 @@ func (id *ID) RemoteECE() (ece.ECE, error) {
 	return id.st.remoteECE()
 }
 
-// Connect sends the REQ with the local ECE (rdma_connect). A synchronous
+// Connect sends the REQ with the local ECE (rdma_connect); a nil p means
+// librdmacm's defaults (see MaxResources). A synchronous
 // ID waits for ESTABLISHED (library QP) or CONNECT_RESPONSE (external
 // QP, then call Establish). A rejection is a *RejectError.
 func (id *ID) Connect(ctx context.Context, p *ConnParam) error {
-	var param ConnParam
-	if p != nil {
-		param = *p
-	}
+	param := defaultConnParam(p)
 	err := id.do("Connect", nil, func() error {
 		e, err := id.st.connect()
 		if err != nil {
@@ -301,10 +299,7 @@ func (id *ID) Connect(ctx context.Context, p *ConnParam) error {
 // *ECEUnansweredError. With a library QP the QP is moved to RTR and RTS
 // first. A synchronous ID waits for ESTABLISHED.
 func (id *ID) Accept(ctx context.Context, p *ConnParam) error {
-	var param ConnParam
-	if p != nil {
-		param = *p
-	}
+	param := defaultConnParam(p)
 	err := id.do("Accept", nil, func() error {
 		e, err := id.st.accept(param.DeclineECE)
 		if err != nil {
@@ -331,6 +326,16 @@ func (id *ID) Accept(ctx context.Context, p *ConnParam) error {
 	}
 	_, err = id.complete(ctx, "Accept", EventEstablished)
 	return err
+}
+
+// defaultConnParam is librdmacm's answer to a NULL rdma_conn_param: the
+// device's maximum resources (the REQ's on the passive side) and retry
+// counts 7.
+func defaultConnParam(p *ConnParam) ConnParam {
+	if p != nil {
+		return *p
+	}
+	return ConnParam{ResponderResources: MaxResources, InitiatorDepth: MaxResources, RetryCount: 7, RNRRetryCount: 7}
 }
 
 // Establish completes the active side of a connection with an external

@@ -3,17 +3,16 @@
 package cm
 
 // Real-kernel tests. They need an RDMA device and the rdma_cm device, so
-// they run inside the vmtest guests (make vmtest), where VMTEST_GUEST=1;
-// there a missing device is a failure. Elsewhere they skip. They connect
-// over the guest's own address (rxe loops back), so no peer is needed;
-// the cross-guest and librdmacm interop tests are in
+// they run inside a vmtest guest (go test -exec vmexec, make vmtest);
+// guest.Require skips them elsewhere and fails them when VMTEST=1 and
+// CI=true. They connect over the guest's own address (rxe loops back), so
+// no peer is needed; the cross-guest and librdmacm interop tests are in
 // cmd/rdmacm-ping/interop_test.go.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -26,17 +25,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/mad"
 )
 
-func inGuest() bool { return os.Getenv("VMTEST_GUEST") == "1" }
-
-// kernelChannel opens a kernel channel or skips outside the guests.
+// kernelChannel opens a kernel channel; in a guest its absence fails.
 func kernelChannel(t *testing.T) *Channel {
 	t.Helper()
-	if !inGuest() {
-		t.Skip("real-kernel test: runs inside the vmtest guests (make vmtest, VMTEST_GUEST=1)")
-	}
+	guest.Require(t)
 	c, err := Open(&Options{Backend: BackendKernel})
 	if err != nil {
 		t.Fatalf("open the kernel rdma_cm: %v", err)
@@ -45,24 +41,14 @@ func kernelChannel(t *testing.T) *Channel {
 	return c
 }
 
-// localAddr is the IPv4 address of the interface rxe runs on.
+// localAddr is this guest's address on the soft-RoCE wire.
 func localAddr(t *testing.T) netip.Addr {
 	t.Helper()
-	if s := os.Getenv("VMTEST_ADDR"); s != "" {
-		return netip.MustParseAddr(s)
-	}
-	ifi, err := net.InterfaceByName("eth0")
+	a, err := netip.ParseAddr(guest.Local().Addr)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s=%q: %v", guest.EnvLocalAddr, guest.Local().Addr, err)
 	}
-	addrs, _ := ifi.Addrs()
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
-			return p.Addr()
-		}
-	}
-	t.Fatal("eth0 has no IPv4 address")
-	return netip.Addr{}
+	return a
 }
 
 var nextPort = 20000 + uint16(os.Getpid()%1000)*10

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // verbsQP is what a library QP needs from the verbs layer.
@@ -25,14 +26,18 @@ type verbsQP interface {
 // connection progresses and owns its ECE.
 type QP struct {
 	v      verbsQP
-	extra  []interface{ Close() error } // CQs, channels, PD the library made
+	extra  []interface{ Close() error } // CQs and channels the library made
 	maxRD  uint8                        // device max_qp_rd_atom
 	maxIRD uint8                        // device max_qp_init_rd_atom
 	ud     bool
 	owner  *ID
-	// Verbs is the underlying verbs object (a *uverbs.QP) for posting
-	// work requests.
-	Verbs any
+
+	// Verbs is the verbs QP, for posting work requests.
+	Verbs *uverbs.QP
+	// SendCQ and RecvCQ are the QP's completion queues; SendChannel and
+	// RecvChannel their completion channels when CreateQP made them.
+	SendCQ, RecvCQ           *uverbs.CQ
+	SendChannel, RecvChannel *uverbs.CompChannel
 }
 
 // QPN returns the QP number.
@@ -97,7 +102,7 @@ func (q *QP) setECE(e ece.ECE) error {
 	if e.VendorID == 0 {
 		return nil
 	}
-	if err := q.v.SetECE(e); err != nil && !errors.Is(err, ErrNotSupported) {
+	if err := q.v.SetECE(e); err != nil && !isNotSupported(err) {
 		return fmt.Errorf("set ECE: %w", err)
 	}
 	return nil
@@ -106,7 +111,7 @@ func (q *QP) setECE(e ece.ECE) error {
 // queryECE returns the QP's ECE, zero when the provider has none.
 func (q *QP) queryECE() (ece.ECE, error) {
 	e, err := q.v.QueryECE()
-	if errors.Is(err, ErrNotSupported) {
+	if isNotSupported(err) {
 		return ece.None, nil
 	}
 	if err != nil {
@@ -122,7 +127,10 @@ func (q *QP) negotiatedOptions() (uint32, error) {
 }
 
 func (q *QP) destroy() error {
-	errs := []error{q.v.Close()}
+	var errs []error
+	if q.v != nil {
+		errs = append(errs, q.v.Close())
+	}
 	for i := len(q.extra) - 1; i >= 0; i-- {
 		errs = append(errs, q.extra[i].Close())
 	}

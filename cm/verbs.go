@@ -1,0 +1,220 @@
+package cm
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
+)
+
+// verbsDevice is an opened RDMA device with its default PD. Like
+// librdmacm, a channel opens each device once, on first use, and shares
+// the context and PD among its IDs (rdma_cm_id.verbs and .pd).
+type verbsDevice struct {
+	ctx  *uverbs.Context
+	pd   *uverbs.PD
+	attr uverbs.DeviceAttr
+}
+
+type deviceCache struct {
+	mu   sync.Mutex
+	devs map[[8]byte]*verbsDevice
+}
+
+func (d *deviceCache) get(guid [8]byte) (*verbsDevice, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if vd := d.devs[guid]; vd != nil {
+		return vd, nil
+	}
+	devs, err := uverbs.Devices()
+	if err != nil {
+		return nil, err
+	}
+	for _, dev := range devs {
+		if [8]byte(dev.NodeGUID) != guid {
+			continue
+		}
+		x, err := uverbs.OpenDevice(dev, nil)
+		if err != nil {
+			return nil, err
+		}
+		attr, err := x.QueryDevice()
+		if err != nil {
+			x.Close()
+			return nil, err
+		}
+		pd, err := x.AllocPD()
+		if err != nil {
+			x.Close()
+			return nil, err
+		}
+		vd := &verbsDevice{ctx: x, pd: pd, attr: attr}
+		if d.devs == nil {
+			d.devs = map[[8]byte]*verbsDevice{}
+		}
+		d.devs[guid] = vd
+		return vd, nil
+	}
+	return nil, fmt.Errorf("no verbs device with node GUID %x: %w", guid, ErrNoDevice)
+}
+
+func (d *deviceCache) close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for _, vd := range d.devs {
+		errs = append(errs, vd.ctx.Close())
+	}
+	d.devs = nil
+	return errors.Join(errs...)
+}
+
+// device returns the opened device of the ID (its address must be bound
+// or resolved).
+func (id *ID) device() (*verbsDevice, error) {
+	ai, err := id.ch.b.queryAddr(id.handle)
+	if err != nil {
+		return nil, errnoError("query address", err)
+	}
+	if !ai.HasDevice {
+		return nil, fmt.Errorf("cm: the ID has no device yet (bind or resolve its address first): %w", ErrNoDevice)
+	}
+	return id.ch.devices.get(ai.NodeGUID)
+}
+
+// Verbs returns the verbs context and the channel's protection domain for
+// the ID's device (rdma_cm_id.verbs and .pd), opening the device on first
+// use. The channel owns both; they live until the channel closes.
+func (id *ID) Verbs() (*uverbs.Context, *uverbs.PD, error) {
+	vd, err := id.device()
+	if err != nil {
+		return nil, nil, err
+	}
+	return vd.ctx, vd.pd, nil
+}
+
+// QPInit describes the QP CreateQP makes (struct ibv_qp_init_attr).
+type QPInit struct {
+	// Cap sizes the work queues; zero fields mean 1.
+	Cap qp.Cap
+	// SendCQ and RecvCQ are used when set; otherwise CreateQP makes each
+	// with its own completion channel and as many entries as its queue
+	// (librdmacm ucma_create_cqs), owned by the QP.
+	SendCQ, RecvCQ *uverbs.CQ
+	// PD defaults to the channel's PD for the device.
+	PD *uverbs.PD
+	// SignalAll makes every send generate a completion.
+	SignalAll bool
+}
+
+// uverbsQP adapts *uverbs.QP to verbsQP.
+type uverbsQP struct{ q *uverbs.QP }
+
+func (u uverbsQP) QPN() uint32                        { return u.q.Num() }
+func (u uverbsQP) Modify(a *qp.Attr, m qp.Mask) error { return u.q.Modify(a, m) }
+func (u uverbsQP) QueryECE() (ece.ECE, error)         { return u.q.QueryECE() }
+func (u uverbsQP) SetECE(e ece.ECE) error             { return u.q.SetECE(e) }
+func (u uverbsQP) HasSRQ() bool                       { return false }
+func (u uverbsQP) Close() error                       { return u.q.Close() }
+
+// CreateQP creates the ID's QP and moves it to INIT, as rdma_create_qp
+// does: with completion queues (made here unless given), the ECE the
+// provider reports taken as the local ECE (providers without ECE, such as
+// rxe, are fine), and on a passive ID the REQ's ECE applied first
+// (librdmacm init_ece). The ID then manages the QP through the connection:
+// RTR and RTS on Accept or on the REP, ERR on Disconnect or rejection;
+// SetLocalECE, RemoteECE and Establish are refused from here on.
+func (id *ID) CreateQP(init QPInit) (*QP, error) {
+	id.mu.Lock()
+	err := id.st.createQP()
+	id.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	vd, err := id.device()
+	if err != nil {
+		return nil, err
+	}
+	q, err := newLibraryQP(vd, id.qpType, init)
+	if err != nil {
+		return nil, fmt.Errorf("cm: CreateQP: %w", err)
+	}
+	if err := id.attachQP(q); err != nil {
+		q.destroy()
+		return nil, err
+	}
+	return q, nil
+}
+
+func one(v uint32) uint32 {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+func newLibraryQP(vd *verbsDevice, t qp.QPType, init QPInit) (_ *QP, err error) {
+	q := &QP{ud: t == qp.UD, maxRD: clampRD(vd.attr.MaxQPRdAtom), maxIRD: clampRD(vd.attr.MaxQPInitRdAtom)}
+	defer func() {
+		if err != nil {
+			q.destroy()
+		}
+	}()
+	c := init.Cap
+	c.MaxSendWR, c.MaxRecvWR = one(c.MaxSendWR), one(c.MaxRecvWR)
+	c.MaxSendSGE, c.MaxRecvSGE = one(c.MaxSendSGE), one(c.MaxRecvSGE)
+	mkCQ := func(n uint32) (*uverbs.CQ, *uverbs.CompChannel, error) {
+		ch, err := vd.ctx.CreateCompChannel()
+		if err != nil {
+			return nil, nil, err
+		}
+		q.extra = append(q.extra, ch)
+		cq, err := vd.ctx.CreateCQ(int(n), ch, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		q.extra = append(q.extra, cq)
+		return cq, ch, nil
+	}
+	q.RecvCQ, q.SendCQ = init.RecvCQ, init.SendCQ
+	if q.RecvCQ == nil {
+		if q.RecvCQ, q.RecvChannel, err = mkCQ(c.MaxRecvWR); err != nil {
+			return nil, err
+		}
+	}
+	if q.SendCQ == nil {
+		if q.SendCQ, q.SendChannel, err = mkCQ(c.MaxSendWR); err != nil {
+			return nil, err
+		}
+	}
+	pd := init.PD
+	if pd == nil {
+		pd = vd.pd
+	}
+	v, err := pd.CreateQP(uverbs.QPInit{Type: t, SendCQ: q.SendCQ, RecvCQ: q.RecvCQ, Cap: c, SignalAll: init.SignalAll})
+	if err != nil {
+		return nil, err
+	}
+	q.Verbs = v
+	q.v = uverbsQP{v}
+	return q, nil
+}
+
+func clampRD(n int) uint8 {
+	if n > 0xfe {
+		return 0xfe
+	}
+	return uint8(n)
+}
+
+// isNotSupported matches "not supported" from this package, the verbs
+// layer and the kernel.
+func isNotSupported(err error) bool {
+	return errors.Is(err, ErrNotSupported) || errors.Is(err, uverbs.ErrNotSupported) || errors.Is(err, unix.EOPNOTSUPP)
+}
