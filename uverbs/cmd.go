@@ -3,6 +3,7 @@ package uverbs
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
@@ -83,7 +84,7 @@ func (x *Context) invoke(c *cmd) error {
 	if len(c.drvOut) > 0 {
 		call.Out(abi.UverbsAttrUHWOut, c.drvOut)
 	}
-	return call.Do(x.fd)
+	return x.do(call)
 }
 
 // write runs c as a write() on the uverbs fd.
@@ -125,6 +126,7 @@ func (x *Context) write(c *cmd) error {
 		}
 	}
 	buf = append(buf, c.drvIn...)
+	x.stats.writes.Add(1)
 	n, err := unix.Write(x.fd, buf)
 	runtime.KeepAlive(resp)
 	if err != nil {
@@ -138,13 +140,16 @@ func (x *Context) write(c *cmd) error {
 	return nil
 }
 
-// ioctl runs a native method call; the caller falls back to a write
-// command when noMethod(err).
-func (x *Context) ioctl(call *abi.IoctlCall) error {
-	if !x.nativeIoctl {
-		return unix.ENOTTY
-	}
+// do runs an ioctl call on the context's fd.
+func (x *Context) do(call *abi.IoctlCall) error {
+	x.stats.ioctls.Add(1)
 	return call.Do(x.fd)
+}
+
+// cmdStats counts the syscalls that carried commands (not doorbells), so
+// tests can prove which interface was used.
+type cmdStats struct {
+	ioctls, writes atomic.Uint64
 }
 
 // bytesOf is abi.Bytes for callers that pass a struct as a command part.

@@ -37,6 +37,7 @@ type Context struct {
 	prov           provider
 	async          *eventFile
 	nextHandle     atomic.Uint64
+	stats          cmdStats
 
 	mu       sync.Mutex
 	closed   bool
@@ -113,7 +114,7 @@ func driverIDOf(dev Device) uint32 {
 func (x *Context) probeIoctl() {
 	call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
 	call.Const(abi.UverbsAttrWriteCmd, uint64(abi.UverbsCmdQueryDevice))
-	err := call.Do(x.fd)
+	err := x.do(call)
 	switch {
 	case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EINVAL):
 		// No ioctl interface, or a driver id the kernel refuses.
@@ -159,7 +160,7 @@ func (x *Context) allocContext() error {
 		if len(drvOut) > 0 {
 			call.Out(abi.UverbsAttrUHWOut, drvOut)
 		}
-		err := call.Do(x.fd)
+		err := x.do(call)
 		if err == nil {
 			x.numCompVectors = int(abi.Native.Uint32(nvec[:]))
 			if err := x.allocAsync(); err != nil {
@@ -193,7 +194,7 @@ func (x *Context) allocContext() error {
 func (x *Context) allocAsync() error {
 	call := abi.NewIoctl(abi.UverbsObjectAsyncEvent, abi.UverbsMethodAsyncEventAlloc, x.driverID)
 	i := call.FD(abi.UverbsAttrAsyncEventAllocFDHandle, 0)
-	if err := call.Do(x.fd); err != nil {
+	if err := x.do(call); err != nil {
 		if noMethod(err) {
 			return nil // old kernel: no async events on this path
 		}
@@ -390,7 +391,7 @@ func (x *Context) QueryPort(port int) (PortAttr, error) {
 		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryPort, x.driverID)
 		call.Const(abi.UverbsAttrQueryPortPortNum, uint64(port))
 		call.Out(abi.UverbsAttrQueryPortResp, abi.Bytes(&resp))
-		err = call.Do(x.fd)
+		err = x.do(call)
 	}
 	if noMethod(err) {
 		req := abi.UverbsQueryPort{PortNum: uint8(port)}
@@ -434,7 +435,7 @@ func (x *Context) QueryGIDTable() ([]GIDEntry, error) {
 		call.Const(abi.UverbsAttrQueryGIDTableEntrySize, uint64(len(raw)/total))
 		call.Out(abi.UverbsAttrQueryGIDTableRespEntries, raw)
 		call.Out(abi.UverbsAttrQueryGIDTableRespNumEntries, numBuf[:])
-		err = call.Do(x.fd)
+		err = x.do(call)
 		num = abi.Native.Uint64(numBuf[:])
 	}
 	x.mu.Unlock()

@@ -136,7 +136,7 @@ func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 		if len(drvOut) > 0 {
 			call.Out(abi.UverbsAttrUHWOut, drvOut)
 		}
-		if err = call.Do(x.fd); err == nil {
+		if err = x.do(call); err == nil {
 			cq.handle = uint32(call.Data(h))
 			cq.cqe = int(abi.Native.Uint32(respCQE[:]))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,8 +22,9 @@ type eventFile struct {
 	f  *os.File
 	rc syscall.RawConn
 
-	mu  sync.Mutex // serialises deadline changes
-	gen uint64     // bumps per wait so a late cancel cannot hit the next one
+	closed atomic.Bool
+	mu     sync.Mutex // serialises deadline changes
+	gen    uint64     // bumps per wait so a late cancel cannot hit the next one
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {
@@ -47,14 +49,17 @@ func (e *eventFile) fd() int32 {
 	return n
 }
 
-func (e *eventFile) close() error { return e.f.Close() }
+func (e *eventFile) close() error {
+	e.closed.Store(true)
+	return e.f.Close()
+}
 
 // tryRead reads one event without blocking; ok is false on EAGAIN.
 func (e *eventFile) tryRead(buf []byte) (n int, ok bool, err error) {
 	var rerr error
 	cerr := e.rc.Control(func(fd uintptr) { n, rerr = unix.Read(int(fd), buf) })
 	if cerr != nil {
-		return 0, false, closedErr(cerr)
+		return 0, false, e.closedErr(cerr)
 	}
 	if rerr == unix.EAGAIN {
 		return 0, false, nil
@@ -97,7 +102,7 @@ func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		return 0, closedErr(err)
+		return 0, e.closedErr(err)
 	}
 	if rerr != nil {
 		return 0, rerr
@@ -105,8 +110,10 @@ func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
 	return n, nil
 }
 
-func closedErr(err error) error {
-	if errors.Is(err, os.ErrClosed) {
+// closedErr maps the poller's error after Close (os.ErrClosed, or
+// internal/poll's "use of closed file") to ErrClosed.
+func (e *eventFile) closedErr(err error) error {
+	if e.closed.Load() || errors.Is(err, os.ErrClosed) {
 		return ErrClosed
 	}
 	return err

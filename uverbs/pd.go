@@ -66,7 +66,7 @@ func (x *Context) destroy(obj, method, attr uint16, handle uint32, resp []byte, 
 		if resp != nil {
 			call.Out(1, resp) // every *_DESTROY_*_RESP attribute is id 1
 		}
-		err = call.Do(x.fd)
+		err = x.do(call)
 	}
 	if noMethod(err) {
 		err = fallback()

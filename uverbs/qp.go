@@ -111,7 +111,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		if len(drvOut) > 0 {
 			call.Out(abi.UverbsAttrUHWOut, drvOut)
 		}
-		if err = call.Do(x.fd); err == nil {
+		if err = x.do(call); err == nil {
 			q.handle = uint32(call.Data(h))
 			q.num = abi.Native.Uint32(qpn[:])
 		}
@@ -172,7 +172,7 @@ func (q *QP) Close() error {
 // EX_MODIFY_QP when RATE_LIMIT is set or the provider sends driver data).
 // The request is checked with qp.Check against the QP's type and current
 // state before any syscall; the error then names the missing or
-// forbidden attributes and matches qp.ErrInvalidTransition etc.
+// forbidden attributes and matches qp.ErrIllegalTransition etc.
 func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 	x := q.pd.ctx
 	q.mu.Lock()

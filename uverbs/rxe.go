@@ -77,12 +77,18 @@ func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	}
 	r := &rxeQP{qp: q, fd: x.fd, sq: sq, rq: rq, dbResp: new(uint32)}
 	r.pin.Pin(r.dbResp)
-	// The doorbell: POST_SEND with wr_count = sge_count = 0 (rdma-core
-	// rxe.c post_send_db); the kernel then schedules the requester.
-	hdr := abi.UverbsCmdHdr{Command: abi.UverbsCmdPostSend, InWords: uint16((8 + unsafe.Sizeof(abi.UverbsPostSend{})) / 4), OutWords: 1}
-	body := abi.UverbsPostSend{Response: abi.Ptr(unsafe.Pointer(r.dbResp)), QPHandle: q.handle, WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{}))}
-	r.doorbell = append(append([]byte{}, abi.Bytes(&hdr)...), abi.Bytes(&body)...)
+	r.doorbell = rxeDoorbell(q.handle, r.dbResp)
 	return r, nil
+}
+
+// rxeDoorbell encodes the send doorbell: a POST_SEND write command with
+// wr_count = sge_count = 0 (rdma-core rxe.c post_send_db); the kernel then
+// runs the QP's requester over the shared send queue. wqe_size is
+// sizeof(struct ib_uverbs_send_wr), which the kernel requires as a minimum.
+func rxeDoorbell(qpHandle uint32, resp *uint32) []byte {
+	hdr := abi.UverbsCmdHdr{Command: abi.UverbsCmdPostSend, InWords: uint16((8 + unsafe.Sizeof(abi.UverbsPostSend{})) / 4), OutWords: 1}
+	body := abi.UverbsPostSend{Response: abi.Ptr(unsafe.Pointer(resp)), QPHandle: qpHandle, WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{}))}
+	return append(append([]byte{}, abi.Bytes(&hdr)...), abi.Bytes(&body)...)
 }
 
 func (*rxeProvider) ahData() []byte { return make([]byte, unsafe.Sizeof(abi.RxeCreateAHResp{})) }
@@ -125,6 +131,20 @@ func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
 	}
+	q, err := newRxeQueue(mem, minElem)
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, err
+	}
+	return q, nil
+}
+
+// newRxeQueue reads and validates a mapped queue's header: a power-of-two
+// slot count, slots of at least minElem bytes, all inside mem.
+func newRxeQueue(mem []byte, minElem int) (*rxeQueue, error) {
+	if len(mem) < abi.RxeQueueDataOff {
+		return nil, fmt.Errorf("queue of %d bytes: below the %d-byte header", len(mem), abi.RxeQueueDataOff)
+	}
 	hdr := (*abi.RxeQueueBuf)(unsafe.Pointer(&mem[0]))
 	q := &rxeQueue{
 		mem:   mem,
@@ -137,7 +157,6 @@ func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
 	slots := uint64(q.mask) + 1
 	if q.shift > 20 || q.mask&(q.mask+1) != 0 || 1<<q.shift < minElem ||
 		abi.RxeQueueDataOff+slots<<q.shift > uint64(len(mem)) {
-		unix.Munmap(mem)
 		return nil, fmt.Errorf("bad queue header: log2_elem_size %d, index_mask %#x, %d bytes mapped", q.shift, q.mask, len(mem))
 	}
 	return q, nil
