@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them (when
@@ -15,13 +16,15 @@ import (
 // errors.Is(err, cm.ErrNoDevice) and errors.Is(err, unix.ENODEV) work.
 var (
 	// ErrNotSupported: the backend or the device does not implement the
-	// operation.
-	ErrNotSupported = errors.New("not supported")
-	// ErrClosed: the channel or ID was closed or destroyed.
-	ErrClosed = errors.New("closed")
+	// operation. It is the verbs layer's sentinel, so one errors.Is
+	// covers both packages (and EOPNOTSUPP from either).
+	ErrNotSupported = uverbs.ErrNotSupported
+	// ErrClosed: the channel or ID was closed or destroyed (shared with
+	// the verbs layer).
+	ErrClosed = uverbs.ErrClosed
 	// ErrNoDevice: no RDMA device serves the address (ENODEV), or the
-	// rdma_cm device is missing.
-	ErrNoDevice = errors.New("no RDMA device")
+	// rdma_cm device is missing (shared with the verbs layer).
+	ErrNoDevice = uverbs.ErrNoDevice
 	// ErrNoRoute: the address does not route over an RDMA device
 	// (EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL).
 	ErrNoRoute = errors.New("address does not route over RDMA")

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
-
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // extQP is the program's own QP (the external-QP flow).
@@ -18,13 +16,37 @@ type extQP interface {
 	Close() error
 }
 
-var errNoVerbs = errors.New("the verbs layer (package uverbs) is not available yet")
+// ownQP is an external QP with the CQ it needs.
+type ownQP struct {
+	uverbsQP
+	cq *uverbs.CQ
+}
 
-// newExternalQP creates an RC QP on the ID's device. Until the verbs
-// layer lands it returns no QP, and the CM exchange runs with QP number 0.
-func (a *app) newExternalQP(id *cm.ID) (extQP, error) { return nil, nil }
+func (o ownQP) Close() error {
+	err := o.q.Close()
+	if cerr := o.cq.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
-func (a *app) pingClient(ctx context.Context) error   { return errNoVerbs }
-func (a *app) pingServer(ctx context.Context) error   { return errNoVerbs }
-func (a *app) cmtimeClient(ctx context.Context) error { return errNoVerbs }
-func (a *app) cmtimeServer(ctx context.Context) error { return errNoVerbs }
+// newExternalQP creates an RC QP of the program's own on the ID's device
+// (for the connect-only mode: no data is sent).
+func (a *app) newExternalQP(id *cm.ID) (extQP, error) {
+	x, pd, err := id.Verbs()
+	if err != nil {
+		return nil, err
+	}
+	cq, err := x.CreateCQ(2, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	v, err := pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: cq, RecvCQ: cq,
+		Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		cq.Close()
+		return nil, err
+	}
+	a.dbg("created external QP %#x", v.Num())
+	return ownQP{uverbsQP{v}, cq}, nil
+}

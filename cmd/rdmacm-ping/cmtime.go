@@ -1,0 +1,377 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/qp"
+)
+
+// The -cmtime mode times connection setup and teardown the way rdma-core's
+// cmtime (librdmacm/examples/cmtime.c, v44 as in Debian 12) does: every
+// step is issued for all N connections before waiting for their
+// completions, and the table reports the step's wall time, the slowest
+// and fastest connection, and wall time per connection.
+
+type cmStep int
+
+const (
+	stepCreateID cmStep = iota
+	stepBind
+	stepResolveAddr
+	stepResolveRoute
+	stepCreateQP
+	stepConnect
+	stepDisconnect
+	stepDestroy
+	numSteps
+)
+
+// stepNames are cmtime's step_str.
+var stepNames = [numSteps]string{
+	"create id", "bind addr", "resolve addr", "resolve route", "create qp", "connect", "disconnect", "destroy",
+}
+
+type cmNode struct {
+	id    *cm.ID
+	times [numSteps][2]time.Time
+	err   bool
+}
+
+type cmTimer struct {
+	nodes []cmNode
+	steps [numSteps][2]time.Time
+
+	mu        sync.Mutex
+	completed [numSteps]int
+	cond      *sync.Cond
+}
+
+func (t *cmTimer) end(n *cmNode, s cmStep, failed bool) {
+	t.mu.Lock()
+	n.times[s][1] = time.Now()
+	if failed {
+		n.err = true
+	}
+	t.completed[s]++
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+// waitAll waits until started completions of step s arrived (or ctx ends).
+func (t *cmTimer) waitAll(ctx context.Context, s cmStep, started int) error {
+	stop := context.AfterFunc(ctx, func() {
+		t.mu.Lock()
+		t.cond.Broadcast()
+		t.mu.Unlock()
+	})
+	defer stop()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.completed[s] < started {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %d of %d completions: %w", stepNames[s], t.completed[s], started, ctx.Err())
+		}
+		t.cond.Wait()
+	}
+	return nil
+}
+
+// table prints cmtime's show_perf table.
+func (t *cmTimer) table(withBind bool) string {
+	var b []byte
+	b = append(b, "step              total ms     max ms     min us  us / conn\n"...)
+	n := len(t.nodes)
+	for s := cmStep(0); s < numSteps; s++ {
+		if s == stepBind && !withBind {
+			continue
+		}
+		maxUS, minUS := 0.0, 999999999.0
+		for i := range t.nodes {
+			st := t.nodes[i].times[s]
+			if st[0].IsZero() || st[1].IsZero() {
+				continue
+			}
+			us := float64(st[1].Sub(st[0]).Nanoseconds()) / 1e3
+			maxUS = max(maxUS, us)
+			minUS = min(minUS, us)
+		}
+		total := float64(t.steps[s][1].Sub(t.steps[s][0]).Nanoseconds()) / 1e3
+		b = fmt.Appendf(b, "%-13s: %11.2f%11.2f%11.2f%11.2f\n", stepNames[s], total/1000, maxUS/1000, minUS, total/float64(n))
+	}
+	return string(b)
+}
+
+func (a *app) cmtimeClient(ctx context.Context) error {
+	dst, err := a.dst()
+	if err != nil {
+		return err
+	}
+	src, err := a.src()
+	if err != nil {
+		return err
+	}
+	n := a.cfg.cmtime
+	t := &cmTimer{nodes: make([]cmNode, n)}
+	t.cond = sync.NewCond(&t.mu)
+	ch := a.ch
+	byID := map[*cm.ID]*cmNode{}
+
+	// The event loop: one goroutine handles every event (cma_handler).
+	evCtx, stopEvents := context.WithCancel(ctx)
+	evDone := make(chan struct{})
+	defer func() { stopEvents(); <-evDone }()
+	var mapMu sync.Mutex
+	go func() {
+		defer close(evDone)
+		for {
+			ev, err := ch.GetEvent(evCtx)
+			if err != nil {
+				return
+			}
+			mapMu.Lock()
+			node := byID[ev.ID]
+			mapMu.Unlock()
+			if node != nil {
+				a.cmtimeEvent(t, node, ev)
+			}
+			ev.Ack()
+		}
+	}()
+
+	fmt.Println("creating id")
+	t.steps[stepCreateID][0] = time.Now()
+	for i := range t.nodes {
+		node := &t.nodes[i]
+		node.times[stepCreateID][0] = time.Now()
+		id, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Context: node})
+		if err != nil {
+			return err
+		}
+		node.id = id
+		mapMu.Lock()
+		byID[id] = node
+		mapMu.Unlock()
+		node.times[stepCreateID][1] = time.Now()
+	}
+	t.steps[stepCreateID][1] = time.Now()
+	defer a.cmtimeDestroy(t)
+
+	if src.Addr().IsValid() {
+		fmt.Println("binding source address")
+		t.steps[stepBind][0] = time.Now()
+		for i := range t.nodes {
+			node := &t.nodes[i]
+			node.times[stepBind][0] = time.Now()
+			if err := node.id.Bind(src); err != nil {
+				fmt.Fprintf(os.Stderr, "failure bind addr: %v\n", err)
+				node.err = true
+				continue
+			}
+			node.times[stepBind][1] = time.Now()
+		}
+		t.steps[stepBind][1] = time.Now()
+	}
+
+	run := func(s cmStep, label string, issue func(node *cmNode) error) error {
+		fmt.Println(label)
+		started := 0
+		t.steps[s][0] = time.Now()
+		for i := range t.nodes {
+			node := &t.nodes[i]
+			if node.err {
+				continue
+			}
+			node.times[s][0] = time.Now()
+			if err := issue(node); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", stepNames[s], err)
+				node.err = true
+				continue
+			}
+			started++
+		}
+		wctx, cancel := a.step(ctx)
+		defer cancel()
+		err := t.waitAll(wctx, s, started)
+		t.steps[s][1] = time.Now()
+		return err
+	}
+	timeout := 2 * time.Second
+	if err := run(stepResolveAddr, "resolving address", func(node *cmNode) error {
+		return node.id.ResolveAddr(ctx, src, dst, timeout)
+	}); err != nil {
+		return err
+	}
+	if err := run(stepResolveRoute, "resolving route", func(node *cmNode) error {
+		return node.id.ResolveRoute(ctx, timeout)
+	}); err != nil {
+		return err
+	}
+
+	fmt.Println("creating qp")
+	t.steps[stepCreateQP][0] = time.Now()
+	for i := range t.nodes {
+		node := &t.nodes[i]
+		if node.err {
+			continue
+		}
+		node.times[stepCreateQP][0] = time.Now()
+		if _, err := node.id.CreateQP(cm.QPInit{Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
+			fmt.Fprintf(os.Stderr, "failure creating qp: %v\n", err)
+			node.err = true
+			continue
+		}
+		node.times[stepCreateQP][1] = time.Now()
+	}
+	t.steps[stepCreateQP][1] = time.Now()
+
+	// cmtime's conn_param: one read each way, retry count 2.
+	param := &cm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 2}
+	if err := run(stepConnect, "connecting", func(node *cmNode) error {
+		return node.id.Connect(ctx, param)
+	}); err != nil {
+		return err
+	}
+	if err := run(stepDisconnect, "disconnecting", func(node *cmNode) error {
+		err := node.id.Disconnect(ctx)
+		node.id.DestroyQP()
+		return err
+	}); err != nil {
+		return err
+	}
+	stopEvents()
+	<-evDone
+	a.cmtimeDestroy(t)
+	fmt.Print(t.table(src.Addr().IsValid()))
+	failed := 0
+	for i := range t.nodes {
+		if t.nodes[i].err {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d connections failed", failed, n)
+	}
+	return nil
+}
+
+// cmtimeDestroy destroys the IDs once (cleanup_nodes).
+func (a *app) cmtimeDestroy(t *cmTimer) {
+	if !t.steps[stepDestroy][0].IsZero() {
+		return
+	}
+	fmt.Println("destroying id")
+	t.steps[stepDestroy][0] = time.Now()
+	for i := range t.nodes {
+		node := &t.nodes[i]
+		node.times[stepDestroy][0] = time.Now()
+		if node.id != nil {
+			node.id.Destroy()
+		}
+		node.times[stepDestroy][1] = time.Now()
+	}
+	t.steps[stepDestroy][1] = time.Now()
+}
+
+// cmtimeEvent is cmtime's cma_handler for the client's IDs.
+func (a *app) cmtimeEvent(t *cmTimer, node *cmNode, ev *cm.Event) {
+	switch ev.Type {
+	case cm.EventAddrResolved:
+		t.end(node, stepResolveAddr, false)
+	case cm.EventRouteResolved:
+		t.end(node, stepResolveRoute, false)
+	case cm.EventEstablished:
+		t.end(node, stepConnect, false)
+	case cm.EventAddrError:
+		fmt.Printf("RDMA_CM_EVENT_ADDR_ERROR, error: %d\n", ev.Status)
+		t.end(node, stepResolveAddr, true)
+	case cm.EventRouteError:
+		fmt.Printf("RDMA_CM_EVENT_ROUTE_ERROR, error: %d\n", ev.Status)
+		t.end(node, stepResolveRoute, true)
+	case cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
+		fmt.Printf("event: %v, error: %d\n", ev.Type, ev.Status)
+		t.end(node, stepConnect, true)
+	case cm.EventDisconnected:
+		t.end(node, stepDisconnect, false)
+	}
+}
+
+// cmtimeServer is cmtime's server: accept each request with a library
+// QP, and on the peer's disconnect answer it and destroy the ID. It runs
+// until interrupted.
+func (a *app) cmtimeServer(ctx context.Context) error {
+	addr, err := a.bindAddr()
+	if err != nil {
+		return err
+	}
+	l, err := a.ch.CreateID(cm.PortSpaceTCP, nil)
+	if err != nil {
+		return err
+	}
+	defer l.Destroy()
+	if err := l.Bind(addr); err != nil {
+		return err
+	}
+	if err := l.Listen(0); err != nil {
+		return err
+	}
+	fmt.Printf("listening on %v\n", netip.AddrPortFrom(addr.Addr(), addr.Port()))
+	// Requests and disconnects are handled off the event loop, as cmtime's
+	// req_handler and disc_handler threads do.
+	reqs := make(chan *cm.ID, 1024)
+	discs := make(chan *cm.ID, 1024)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for id := range reqs {
+			if _, err := id.CreateQP(cm.QPInit{Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
+				fmt.Fprintf(os.Stderr, "failure creating qp: %v\n", err)
+				id.Reject(nil)
+				id.Destroy()
+				continue
+			}
+			if err := id.Accept(ctx, nil); err != nil {
+				fmt.Fprintf(os.Stderr, "failure accepting: %v\n", err)
+				id.Reject(nil)
+				id.Destroy()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for id := range discs {
+			id.Disconnect(ctx)
+			id.DestroyQP()
+			id.Destroy()
+		}
+	}()
+	defer func() { close(reqs); close(discs); wg.Wait() }()
+	served := 0
+	for {
+		ev, err := a.ch.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, cm.ErrClosed) {
+				a.dbg("served %d connections", served)
+				return nil
+			}
+			return err
+		}
+		switch ev.Type {
+		case cm.EventConnectRequest:
+			served++
+			reqs <- ev.ID
+		case cm.EventDisconnected:
+			if ev.ID != l {
+				discs <- ev.ID
+			}
+		}
+		ev.Ack()
+	}
+}
