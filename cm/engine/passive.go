@@ -80,7 +80,9 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	c.qpType = transportQPType(c.transport)
 	c.remoteCAGUID = v.LocalCAGUID()
 	c.addr = replyAddr(from) // cm_init_av_for_response
-	e.setState(c, StateREQRcvd)
+	// REQ_RCVD, not yet visible (the kernel's ID is not in its table
+	// before cm_finalize_id): recorded once the match succeeds.
+	c.state = StateREQRcvd
 
 	// cm_match_req: duplicate, stale, listener.
 	if old := e.insertRemoteID(c); old != nil {
@@ -99,6 +101,9 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 		e.release(c)
 		e.issueREJ(from, v.Bytes(), mad.RejectInvalidServiceID, mad.RejectedREQ)
 		return
+	}
+	if e.cfg.RecordStates {
+		e.ready.StateChanges = append(e.ready.StateChanges, StateChange{ID: ID(c.localID), From: StateIdle, To: StateREQRcvd})
 	}
 
 	// The path and AV from the REQ (cm_format_paths_from_req,
