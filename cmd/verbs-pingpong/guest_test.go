@@ -1,0 +1,210 @@
+package main
+
+// verbs-pingpong against the real ibv_rc_pingpong, in the vmtest guests
+// (this binary runs in guest a, 192.0.2.1; guest b, 192.0.2.2, is the
+// peer), and the benchmark comparing them:
+//
+//	go build -o /tmp/vmexec ./internal/vmtest/cmd/vmexec
+//	CGO_ENABLED=0 go test -count=1 -v -exec /tmp/vmexec ./cmd/verbs-pingpong/
+//	CGO_ENABLED=0 go test -count=1 -run '^$' -bench GuestPingPong -benchtime 5x -exec /tmp/vmexec ./cmd/verbs-pingpong/
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/uverbs"
+)
+
+// self is this test binary, run as verbs-pingpong (TestMain) on either
+// guest; it lives in the share, so both see it at the same path.
+func self(t testing.TB) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// gidIndex finds the RoCE v2 GID holding addr in a guest's sysfs, by a
+// shell loop in that guest.
+func gidIndex(t testing.TB, m *guest.Machine, addr string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := m.Run(ctx, `d=/sys/class/infiniband/rxe0/ports/1; for g in $d/gids/*; do i=${g##*/}; echo "$i $(cat $g) $(cat $d/gid_attrs/types/$i 2>/dev/null)"; done`)
+	if err != nil {
+		t.Fatalf("GID table of %s: %v", m.Name, err)
+	}
+	ip := net.ParseIP(addr).To16()
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[2]+" "+f[3] != "RoCE v2" {
+			continue
+		}
+		g, err := uverbs.ParseGID(f[1])
+		if err == nil && net.IP(g[:]).Equal(ip) {
+			n, _ := strconv.Atoi(f[0])
+			return n
+		}
+	}
+	t.Fatalf("%s: no RoCE v2 GID for %s in\n%s", m.Name, addr, r.Stdout)
+	return -1
+}
+
+// side is one end of a run: which program, its flags.
+type side struct {
+	goImpl bool
+	flags  string
+}
+
+func (s side) command(t testing.TB, server string) string {
+	prog := "ibv_rc_pingpong"
+	if s.goImpl {
+		prog = envRunMain + "=1 " + self(t)
+	}
+	return strings.TrimSpace(prog + " " + s.flags + " " + server)
+}
+
+func impl(goImpl bool) string {
+	if goImpl {
+		return "verbs-pingpong"
+	}
+	return "ibv_rc_pingpong"
+}
+
+var usecRe = regexp.MustCompile(`(\d+) iters in ([\d.]+) seconds = ([\d.]+) usec/iter`)
+
+// pair runs srv on guest b and cli on guest a (connecting to b) and
+// returns both outputs. The client retries while the server is not yet
+// listening.
+func pair(t testing.TB, srv, cli side, port int) (srvOut, cliOut string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	peer := guest.Peer()
+	srvCmd := srv.command(t, "") + " -p " + strconv.Itoa(port)
+	proc, err := peer.Start(ctx, srvCmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Stop(context.Background())
+	if err := proc.WaitOutput(ctx, "local address"); err != nil {
+		t.Fatalf("server %q: %v\n%s%s", srvCmd, err, proc.Stdout(), proc.Stderr())
+	}
+	cliCmd := cli.command(t, peer.Addr) + " -p " + strconv.Itoa(port)
+	var out []byte
+	for try := 0; ; try++ {
+		out, err = exec.CommandContext(ctx, "sh", "-c", cliCmd).CombinedOutput()
+		if err == nil || try == 50 || !strings.Contains(strings.ToLower(string(out)), "couldn't connect") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		proc.Stop(context.Background())
+		t.Fatalf("client %q: %v\n%s\nserver %q:\n%s%s", cliCmd, err, out, srvCmd, proc.Stdout(), proc.Stderr())
+	}
+	res, err := proc.Wait(ctx)
+	if err != nil {
+		t.Fatalf("server %q: %v\n%s%s\nclient:\n%s", srvCmd, err, proc.Stdout(), proc.Stderr(), out)
+	}
+	return res.Stdout + res.Stderr, string(out)
+}
+
+func checkRun(t *testing.T, who, out string, iters int) {
+	t.Helper()
+	m := usecRe.FindStringSubmatch(out)
+	if m == nil || m[1] != strconv.Itoa(iters) {
+		t.Errorf("%s: no summary for %d iters:\n%s", who, iters, out)
+	}
+	if !regexp.MustCompile(`\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec`).MatchString(out) {
+		t.Errorf("%s: no bytes line:\n%s", who, out)
+	}
+	if strings.Contains(out, "invalid data") {
+		t.Errorf("%s: data did not validate:\n%s", who, out)
+	}
+}
+
+// TestGuestAgainstIbvRcPingpong runs verbs-pingpong against the C program
+// in both directions with the received data validated (-c), in poll and
+// event mode, and against itself.
+func TestGuestAgainstIbvRcPingpong(t *testing.T) {
+	guest.Require(t)
+	ga := gidIndex(t, guest.Local(), guest.Local().Addr)
+	gb := gidIndex(t, guest.Peer(), guest.Peer().Addr)
+	port := 18515
+	for _, c := range []struct {
+		name         string
+		srvGo, cliGo bool
+		extra        string
+	}{
+		{"go-server/c-client", true, false, ""},
+		{"c-server/go-client", false, true, ""},
+		{"go-server/c-client/events", true, false, " -e"},
+		{"c-server/go-client/events", false, true, " -e"},
+		{"go-server/go-client", true, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, size := range []int{64, 4096, 10000} {
+				iters := 200
+				common := fmt.Sprintf("-d rxe0 -n %d -s %d -c%s", iters, size, c.extra)
+				port++
+				srvOut, cliOut := pair(t,
+					side{c.srvGo, fmt.Sprintf("%s -g %d", common, gb)},
+					side{c.cliGo, fmt.Sprintf("%s -g %d", common, ga)}, port)
+				checkRun(t, impl(c.srvGo)+" server", srvOut, iters)
+				checkRun(t, impl(c.cliGo)+" client", cliOut, iters)
+				if size == 4096 {
+					t.Logf("size %d\nserver (%s):\n%sclient (%s):\n%s", size, impl(c.srvGo), srvOut, impl(c.cliGo), cliOut)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGuestPingPong compares ibv_rc_pingpong (A) with verbs-pingpong
+// (B), each against itself across the two guests, with 64-byte and 4 KiB
+// messages and 1,000 iterations, alternating A B A B: each of b.N rounds
+// runs A then B for both sizes. The metrics are the clients' usec/iter,
+// averaged, and the ratio B/A.
+func BenchmarkGuestPingPong(b *testing.B) {
+	guest.Require(b)
+	ga := gidIndex(b, guest.Local(), guest.Local().Addr)
+	gb := gidIndex(b, guest.Peer(), guest.Peer().Addr)
+	sizes := []int{64, 4096}
+	sum := map[string]float64{}
+	port := 19000
+	for i := 0; i < b.N; i++ {
+		for _, size := range sizes {
+			for _, goImpl := range []bool{false, true} {
+				common := fmt.Sprintf("-d rxe0 -n 1000 -s %d", size)
+				port++
+				_, cli := pair(b, side{goImpl, fmt.Sprintf("%s -g %d", common, gb)}, side{goImpl, fmt.Sprintf("%s -g %d", common, ga)}, port)
+				m := usecRe.FindStringSubmatch(cli)
+				if m == nil {
+					b.Fatalf("no summary:\n%s", cli)
+				}
+				us, _ := strconv.ParseFloat(m[3], 64)
+				key := fmt.Sprintf("%s-%dB", map[bool]string{false: "C", true: "Go"}[goImpl], size)
+				sum[key] += us
+				b.Logf("round %d %s: %.2f usec/iter", i+1, key, us)
+			}
+		}
+	}
+	for _, size := range sizes {
+		c, g := sum[fmt.Sprintf("C-%dB", size)]/float64(b.N), sum[fmt.Sprintf("Go-%dB", size)]/float64(b.N)
+		b.ReportMetric(c, fmt.Sprintf("C-us/iter-%dB", size))
+		b.ReportMetric(g, fmt.Sprintf("Go-us/iter-%dB", size))
+		b.ReportMetric(g/c, fmt.Sprintf("Go/C-%dB", size))
+	}
+}

@@ -1,0 +1,44 @@
+// Command verbs-pingpong is a Go twin of ibv_rc_pingpong (rdma-core
+// libibverbs/examples/rc_pingpong.c) built on package uverbs, without
+// libibverbs. It takes the same options, exchanges "LID:QPN:PSN:GID" over
+// TCP in the same format, runs the same RC SEND ping-pong and prints the
+// same summary, so either side can be the C program:
+//
+//	verbs-pingpong -d rxe0 -g 1                # server
+//	verbs-pingpong -d rxe0 -g 1 192.0.2.1      # client
+//
+// With -c the received buffer is validated at the end (every byte, against
+// the pattern rc_pingpong's -c writes) and the exit status is 1 if it
+// differs.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+func main() { os.Exit(runMain(os.Args, os.Stdout, os.Stderr)) }
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	o, err := parseOptions(args[1:])
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, usageText, filepath.Base(args[0]))
+		return 1
+	}
+	res, err := run(o, stdout)
+	if err != nil {
+		if errors.Is(err, errUsage) {
+			fmt.Fprintf(stderr, usageText, filepath.Base(args[0]))
+		}
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if len(res.bad) > 0 {
+		return 1
+	}
+	return 0
+}

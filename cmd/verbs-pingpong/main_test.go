@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
+)
+
+// envRunMain makes the test binary act as verbs-pingpong itself, so the
+// guest tests can run it on both guests without a separate build.
+const envRunMain = "VERBS_PINGPONG_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		os.Exit(runMain(append([]string{"verbs-pingpong"}, os.Args[1:]...), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseOptionsLikeGetopt(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want func(*options)
+	}{
+		{nil, func(o *options) {}},
+		{[]string{"-d", "rxe0", "-g", "1", "192.0.2.2"}, func(o *options) { o.device, o.gidIndex, o.serverName = "rxe0", 1, "192.0.2.2" }},
+		{[]string{"-drxe0", "-g1", "-n", "0x10", "-s64"}, func(o *options) { o.device, o.gidIndex, o.iters, o.size = "rxe0", 1, 16, 64 }},
+		{[]string{"--ib-dev=mlx5_0", "--port", "9999", "--chk", "--events", "host"}, func(o *options) {
+			o.device, o.port, o.validate, o.events, o.serverName = "mlx5_0", 9999, true, true, "host"
+		}},
+		{[]string{"host", "-ec", "-m", "2048", "-r", "8", "-i", "2", "-l", "3"}, func(o *options) {
+			o.serverName, o.events, o.validate, o.mtu, o.rxDepth, o.ibPort, o.sl = "host", true, true, qp.MTU2048, 8, 2, 3
+		}},
+		{[]string{"--", "-weird-host"}, func(o *options) { o.serverName = "-weird-host" }},
+	} {
+		got, err := parseOptions(c.args)
+		want := defaultOptions()
+		c.want(&want)
+		if err != nil || got != want {
+			t.Errorf("%q: %+v, %v; want %+v", c.args, got, err, want)
+		}
+	}
+	for _, bad := range [][]string{
+		{"-x"}, {"--nope"}, {"-p"}, {"-p", "70000"}, {"-m", "1000"}, {"-n", "ten"}, {"a", "b"}, {"-o"}, {"-r", "1"},
+	} {
+		if _, err := parseOptions(bad); !errors.Is(err, errUsage) {
+			t.Errorf("%q accepted (%v)", bad, err)
+		}
+	}
+}
+
+func TestWireFormat(t *testing.T) {
+	gid := uverbs.GID{10: 0xff, 11: 0xff, 12: 192, 13: 0, 14: 2, 15: 1}
+	d := dest{lid: 0x1a, qpn: 0x11, psn: 0xabcdef, gid: gid}
+	b := d.encode()
+	// sprintf("%04x:%06x:%06x:%s") with gid_to_wire_gid's 32 hex digits,
+	// in a 52-byte buffer (sizeof the template, NUL included).
+	want := "001a:000011:abcdef:00000000000000000000ffffc0000201\x00"
+	if string(b) != want {
+		t.Fatalf("encoded %q, want %q", b, want)
+	}
+	got, err := parseDest(b)
+	if err != nil || got != d {
+		t.Fatalf("parse: %+v %v", got, err)
+	}
+	// What a C peer sends parses the same way (sscanf %x accepts any
+	// width).
+	if got, err := parseDest([]byte("0000:0001c2:0f00ba:fe80000000000000505400fffe000001\x00")); err != nil || got.qpn != 0x1c2 || got.psn != 0xf00ba {
+		t.Errorf("C message: %+v %v", got, err)
+	}
+	for _, bad := range []string{"", "0000:000011:abcdef", "zzzz:000011:abcdef:00000000000000000000ffffc0000201", "0000:000011:abcdef:00ff"} {
+		if _, err := parseDest([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	if gidString(gid) != "::ffff:192.0.2.1" {
+		t.Errorf("inet_ntop form %q", gidString(gid))
+	}
+}
+
+// TestExchangeOverTCP runs the client and server halves of the address
+// exchange against each other on loopback.
+func TestExchangeOverTCP(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srvDest := dest{qpn: 0x22, psn: 0x2222, gid: uverbs.GID{15: 2}}
+	cliDest := dest{qpn: 0x11, psn: 0x1111, gid: uverbs.GID{15: 1}}
+	type out struct {
+		d   dest
+		err error
+	}
+	srv := make(chan out, 1)
+	var connected dest
+	go func() {
+		d, err := serverExchange(port, srvDest, func(d dest) error { connected = d; return nil })
+		srv <- out{d, err}
+	}()
+	var got dest
+	for i := 0; i < 100; i++ { // until the server listens
+		if got, err = clientExchange("127.0.0.1", port, cliDest); err == nil {
+			break
+		}
+	}
+	if err != nil || got != srvDest {
+		t.Fatalf("client got %+v, %v", got, err)
+	}
+	s := <-srv
+	if s.err != nil || s.d != cliDest || connected != cliDest {
+		t.Fatalf("server got %+v (connected %+v), %v", s.d, connected, s.err)
+	}
+}
+
+func TestBufferPattern(t *testing.T) {
+	b := make([]byte, 3*pageSize+100)
+	fillBuffer(b, true)
+	if bad := checkBuffer(b); len(bad) != 0 {
+		t.Fatalf("fresh pattern fails in pages %v", bad)
+	}
+	if b[0] != 0 || b[pageSize] != 0 || b[1] != 0x7b || b[len(b)-1] != 0x7b {
+		t.Fatal("pattern")
+	}
+	b[2*pageSize+17] = 0
+	b[3*pageSize] = 1
+	if bad := checkBuffer(b); len(bad) != 2 || bad[0] != 2 || bad[1] != 3 {
+		t.Errorf("corruption found in pages %v, want [2 3]", bad)
+	}
+	fillBuffer(b, false)
+	if bad := checkBuffer(b); len(bad) != 4 {
+		t.Errorf("unvalidated fill: bad pages %v", bad)
+	}
+}
+
+func TestUsageAndMissingDevice(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := runMain([]string{"verbs-pingpong", "-q"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "--gid-idx") {
+		t.Errorf("usage: rc %d\n%s", rc, errb.String())
+	}
+	old := uverbs.DefaultDiscovery
+	uverbs.DefaultDiscovery = uverbs.Discovery{SysRoot: t.TempDir(), DevRoot: t.TempDir()}
+	defer func() { uverbs.DefaultDiscovery = old }()
+	errb.Reset()
+	if rc := runMain([]string{"verbs-pingpong", "-d", "rxe0"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "IB device rxe0 not found") {
+		t.Errorf("no device: rc %d\n%s", rc, errb.String())
+	}
+}

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
+)
+
+// Work request ids, as in rc_pingpong.c; pending is a mask of them.
+const (
+	recvWRID = 1
+	sendWRID = 2
+)
+
+// dest is one side's address as exchanged over TCP.
+type dest struct {
+	lid uint16
+	qpn uint32
+	psn uint32
+	gid uverbs.GID
+}
+
+// wireLen is sizeof "0000:000000:000000:00000000000000000000000000000000"
+// (the C message buffer, NUL included).
+const wireLen = 52
+
+// encode formats d as "%04x:%06x:%06x:%s" with the GID as 32 hex digits
+// (the bytes in order, as gid_to_wire_gid produces them), NUL-padded to
+// wireLen bytes.
+func (d dest) encode() []byte {
+	s := fmt.Sprintf("%04x:%06x:%06x:%s", d.lid, d.qpn, d.psn, hex.EncodeToString(d.gid[:]))
+	b := make([]byte, wireLen)
+	copy(b, s)
+	return b
+}
+
+// parseDest parses a peer's message like sscanf("%x:%x:%x:%s") followed
+// by wire_gid_to_gid.
+func parseDest(b []byte) (dest, error) {
+	var d dest
+	s := string(b)
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	f := strings.Split(s, ":")
+	if len(f) != 4 {
+		return d, fmt.Errorf("bad remote address %q", s)
+	}
+	lid, err1 := strconv.ParseUint(f[0], 16, 16)
+	qpn, err2 := strconv.ParseUint(f[1], 16, 32)
+	psn, err3 := strconv.ParseUint(f[2], 16, 32)
+	gid, err4 := hex.DecodeString(f[3])
+	if err := errors.Join(err1, err2, err3, err4); err != nil || len(gid) != 16 {
+		return d, fmt.Errorf("bad remote address %q", s)
+	}
+	d.lid, d.qpn, d.psn = uint16(lid), uint32(qpn), uint32(psn)
+	copy(d.gid[:], gid)
+	return d, nil
+}
+
+// clientExchange connects to the server, sends our address, reads the
+// server's, and confirms with "done" (pp_client_exch_dest).
+func clientExchange(server string, port int, my dest) (dest, error) {
+	c, err := net.Dial("tcp", net.JoinHostPort(server, strconv.Itoa(port)))
+	if err != nil {
+		return dest{}, fmt.Errorf("couldn't connect to %s:%d: %w", server, port, err)
+	}
+	defer c.Close()
+	if _, err := c.Write(my.encode()); err != nil {
+		return dest{}, fmt.Errorf("couldn't send local address: %w", err)
+	}
+	msg := make([]byte, wireLen)
+	if _, err := io.ReadFull(c, msg); err != nil {
+		return dest{}, fmt.Errorf("couldn't read remote address: %w", err)
+	}
+	if _, err := c.Write([]byte("done\x00")); err != nil {
+		return dest{}, fmt.Errorf("couldn't write done: %w", err)
+	}
+	return parseDest(msg)
+}
+
+// serverExchange accepts one client, reads its address, connects the QP
+// with connect (before answering, as pp_server_exch_dest does), sends our
+// address and waits for the client's "done".
+func serverExchange(port int, my dest, connect func(dest) error) (dest, error) {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return dest{}, fmt.Errorf("couldn't listen to port %d: %w", port, err)
+	}
+	c, err := l.Accept()
+	l.Close()
+	if err != nil {
+		return dest{}, fmt.Errorf("accept() failed: %w", err)
+	}
+	defer c.Close()
+	msg := make([]byte, wireLen)
+	if _, err := io.ReadFull(c, msg); err != nil {
+		return dest{}, fmt.Errorf("couldn't read remote address: %w", err)
+	}
+	rem, err := parseDest(msg)
+	if err != nil {
+		return rem, err
+	}
+	if err := connect(rem); err != nil {
+		return rem, fmt.Errorf("couldn't connect to remote QP: %w", err)
+	}
+	if _, err := c.Write(my.encode()); err != nil {
+		return rem, fmt.Errorf("couldn't send local address: %w", err)
+	}
+	done := make([]byte, wireLen)
+	if _, err := io.ReadAtLeast(c, done, 1); err != nil {
+		return rem, fmt.Errorf("couldn't read done: %w", err)
+	}
+	return rem, nil
+}
+
+// pingpong is one side's verbs state (pingpong_context).
+type pingpong struct {
+	o         options
+	x         *uverbs.Context
+	ch        *uverbs.CompChannel
+	pd        *uverbs.PD
+	buf       *uverbs.Buffer
+	mr        *uverbs.MR
+	cq        *uverbs.CQ
+	q         *uverbs.QP
+	sendFlags uverbs.SendFlags
+	sendWR    []uverbs.SendWR
+	recvWR    []uverbs.RecvWR
+	pending   int
+	port      uverbs.PortAttr
+}
+
+func (p *pingpong) close() error {
+	if p.x == nil {
+		return nil
+	}
+	err := p.x.Close()
+	if p.buf != nil {
+		err = errors.Join(err, p.buf.Close())
+	}
+	return err
+}
+
+// pageSize is the page size the -c pattern steps by.
+var pageSize = os.Getpagesize()
+
+// fillBuffer writes the -c pattern: rc_pingpong fills the buffer with 0x7b
+// and, when validating, writes (i / page_size) % sizeof(char) — that is 0
+// — at each page start.
+func fillBuffer(b []byte, validate bool) {
+	for i := range b {
+		b[i] = 0x7b
+	}
+	if validate {
+		for i := 0; i < len(b); i += pageSize {
+			b[i] = 0
+		}
+	}
+}
+
+// checkBuffer validates every byte against the -c pattern; it returns the
+// pages that differ.
+func checkBuffer(b []byte) []int {
+	var bad []int
+	for page := 0; page*pageSize < len(b); page++ {
+		start := page * pageSize
+		end := min(start+pageSize, len(b))
+		ok := b[start] == 0
+		for _, c := range b[start+1 : end] {
+			ok = ok && c == 0x7b
+		}
+		if !ok {
+			bad = append(bad, page)
+		}
+	}
+	return bad
+}
+
+func setup(o options) (*pingpong, error) {
+	p := &pingpong{o: o, sendFlags: uverbs.SendSignaled}
+	dev, err := uverbs.DefaultDiscovery.Device(o.device)
+	if err != nil {
+		if o.device != "" {
+			return nil, fmt.Errorf("IB device %s not found: %w", o.device, err)
+		}
+		return nil, fmt.Errorf("no IB devices found: %w", err)
+	}
+	if p.x, err = uverbs.OpenDevice(dev, nil); err != nil {
+		return nil, fmt.Errorf("couldn't get context for %s: %w", dev.Name, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			p.close()
+		}
+	}()
+	if p.buf, err = uverbs.AllocBuffer(o.size); err != nil {
+		return nil, fmt.Errorf("couldn't allocate work buf: %w", err)
+	}
+	fillBuffer(p.buf.Bytes(), o.validate && o.serverName != "")
+	if o.events {
+		if p.ch, err = p.x.CreateCompChannel(); err != nil {
+			return nil, fmt.Errorf("couldn't create completion channel: %w", err)
+		}
+	}
+	if p.pd, err = p.x.AllocPD(); err != nil {
+		return nil, fmt.Errorf("couldn't allocate PD: %w", err)
+	}
+	if p.mr, err = p.pd.RegMR(p.buf, qp.AccessLocalWrite); err != nil {
+		return nil, fmt.Errorf("couldn't register MR: %w", err)
+	}
+	if p.cq, err = p.x.CreateCQ(o.rxDepth+1, p.ch, 0); err != nil {
+		return nil, fmt.Errorf("couldn't create CQ: %w", err)
+	}
+	p.q, err = p.pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: p.cq, RecvCQ: p.cq,
+		Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: uint32(o.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't create QP: %w", err)
+	}
+	if int(p.q.Cap().MaxInlineData) >= o.size {
+		p.sendFlags |= uverbs.SendInline
+	}
+	init := qp.Attr{State: qp.Init, PKeyIndex: 0, Port: uint8(o.ibPort)}
+	if err := p.q.Modify(&init, qp.MaskState|qp.MaskPKeyIndex|qp.MaskPort|qp.MaskAccessFlags); err != nil {
+		return nil, fmt.Errorf("failed to modify QP to INIT: %w", err)
+	}
+	sge := []uverbs.SGE{p.mr.SGE(0, o.size)}
+	p.sendWR = []uverbs.SendWR{{ID: sendWRID, Opcode: uverbs.OpSend, Flags: p.sendFlags, SGEs: sge}}
+	p.recvWR = []uverbs.RecvWR{{ID: recvWRID, SGEs: sge}}
+	if p.port, err = p.x.QueryPort(o.ibPort); err != nil {
+		return nil, fmt.Errorf("couldn't get port info: %w", err)
+	}
+	ok = true
+	return p, nil
+}
+
+// connect moves the QP to RTR and RTS towards rem (pp_connect_ctx).
+func (p *pingpong) connect(myPSN uint32, rem dest) error {
+	rtr := qp.Attr{State: qp.RTR, PathMTU: p.o.mtu, DestQPN: rem.qpn, RQPSN: rem.psn, MaxDestRdAtomic: 1, MinRNRTimer: 12,
+		AH: qp.AH{DLID: rem.lid, SL: uint8(p.o.sl), PortNum: uint8(p.o.ibPort)}}
+	if binary.BigEndian.Uint64(rem.gid[8:]) != 0 { // interface id set: route with a GRH
+		rtr.AH.IsGlobal = true
+		rtr.AH.GRH = qp.GRH{HopLimit: 1, DGID: rem.gid, SGIDIndex: uint8(p.o.gidIndex)}
+	}
+	if err := p.q.Modify(&rtr, qp.MaskState|qp.MaskAV|qp.MaskPathMTU|qp.MaskDestQPN|qp.MaskRQPSN|qp.MaskMaxDestRdAtomic|qp.MaskMinRNRTimer); err != nil {
+		return fmt.Errorf("failed to modify QP to RTR: %w", err)
+	}
+	rts := qp.Attr{State: qp.RTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: myPSN, MaxRdAtomic: 1}
+	if err := p.q.Modify(&rts, qp.MaskState|qp.MaskTimeout|qp.MaskRetryCnt|qp.MaskRNRRetry|qp.MaskSQPSN|qp.MaskMaxQPRdAtomic); err != nil {
+		return fmt.Errorf("failed to modify QP to RTS: %w", err)
+	}
+	return nil
+}
+
+// postRecv posts up to n receives of the whole buffer; it returns how many
+// were posted.
+func (p *pingpong) postRecv(n int) int {
+	for i := 0; i < n; i++ {
+		if p.q.PostRecv(p.recvWR) != nil {
+			return i
+		}
+	}
+	return n
+}
+
+// gidString formats g like inet_ntop(AF_INET6), keeping the
+// "::ffff:a.b.c.d" form of IPv4-mapped GIDs.
+func gidString(g uverbs.GID) string { return netip.AddrFrom16(g).String() }
+
+func randomPSN() uint32 {
+	var b [4]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
+}
+
+// result is what a run measured.
+type result struct {
+	bytes int64
+	elap  time.Duration
+	iters int
+	bad   []int // pages that failed -c validation
+}
+
+func run(o options, stdout io.Writer) (result, error) {
+	var res result
+	p, err := setup(o)
+	if err != nil {
+		return res, err
+	}
+	defer p.close()
+	routs := p.postRecv(o.rxDepth)
+	if routs < o.rxDepth {
+		return res, fmt.Errorf("couldn't post receive (%d)", routs)
+	}
+	if o.events {
+		if err := p.cq.RequestNotify(false); err != nil {
+			return res, fmt.Errorf("couldn't request CQ notification: %w", err)
+		}
+	}
+	my := dest{lid: p.port.LID, qpn: p.q.Num(), psn: randomPSN()}
+	if p.port.LinkLayer != uverbs.LinkEthernet && my.lid == 0 {
+		return res, errors.New("couldn't get local LID")
+	}
+	if o.gidIndex >= 0 {
+		gids, err := p.x.QueryGIDTable()
+		if err != nil {
+			return res, fmt.Errorf("can't read sgid of index %d: %w", o.gidIndex, err)
+		}
+		found := false
+		for _, g := range gids {
+			if g.Port == o.ibPort && g.Index == o.gidIndex {
+				my.gid, found = g.GID, true
+			}
+		}
+		if !found {
+			return res, fmt.Errorf("can't read sgid of index %d", o.gidIndex)
+		}
+	}
+	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, gidString(my.gid))
+	var rem dest
+	if o.serverName != "" {
+		rem, err = clientExchange(o.serverName, o.port, my)
+	} else {
+		rem, err = serverExchange(o.port, my, func(d dest) error { return p.connect(my.psn, d) })
+	}
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem.lid, rem.qpn, rem.psn, gidString(rem.gid))
+	if o.serverName != "" {
+		if err := p.connect(my.psn, rem); err != nil {
+			return res, err
+		}
+	}
+	p.pending = recvWRID
+	if o.serverName != "" {
+		if err := p.q.PostSend(p.sendWR); err != nil {
+			return res, fmt.Errorf("couldn't post send: %w", err)
+		}
+		p.pending |= sendWRID
+	}
+	start := time.Now()
+	rcnt, scnt := 0, 0
+	var wc [2]uverbs.WC
+	ctx := context.Background()
+	for rcnt < o.iters || scnt < o.iters {
+		if o.events {
+			if _, err := p.ch.Wait(ctx); err != nil {
+				return res, fmt.Errorf("failed to get cq_event: %w", err)
+			}
+			if err := p.cq.RequestNotify(false); err != nil {
+				return res, fmt.Errorf("couldn't request CQ notification: %w", err)
+			}
+		}
+		var ne int
+		for {
+			if ne, err = p.cq.Poll(wc[:]); err != nil {
+				return res, fmt.Errorf("poll CQ failed: %w", err)
+			}
+			if o.events || ne > 0 {
+				break
+			}
+		}
+		for i := 0; i < ne; i++ {
+			w := &wc[i]
+			if w.Status != uverbs.WCSuccess {
+				return res, fmt.Errorf("failed status %s (%d) for wr_id %d", w.Status, w.Status, w.ID)
+			}
+			switch w.ID {
+			case sendWRID:
+				scnt++
+			case recvWRID:
+				routs--
+				if routs <= 1 {
+					routs += p.postRecv(o.rxDepth - routs)
+					if routs < o.rxDepth {
+						return res, fmt.Errorf("couldn't post receive (%d)", routs)
+					}
+				}
+				rcnt++
+			default:
+				return res, fmt.Errorf("completion for unknown wr_id %d", w.ID)
+			}
+			p.pending &^= int(w.ID)
+			if scnt < o.iters && p.pending == 0 {
+				if err := p.q.PostSend(p.sendWR); err != nil {
+					return res, fmt.Errorf("couldn't post send: %w", err)
+				}
+				p.pending = recvWRID | sendWRID
+			}
+		}
+	}
+	res.elap = time.Since(start)
+	res.iters = o.iters
+	res.bytes = int64(o.size) * int64(o.iters) * 2
+	usec := float64(res.elap.Microseconds())
+	fmt.Fprintf(stdout, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", res.bytes, usec/1e6, float64(res.bytes)*8/usec)
+	fmt.Fprintf(stdout, "%d iters in %.2f seconds = %.2f usec/iter\n", o.iters, usec/1e6, usec/float64(o.iters))
+	if o.validate {
+		res.bad = checkBuffer(p.buf.Bytes())
+		for _, page := range res.bad {
+			fmt.Fprintf(stdout, "invalid data in page %d\n", page)
+		}
+	}
+	return res, p.close()
+}
