@@ -232,7 +232,7 @@ func (e *Engine) recvREP(from Addr, v mad.REPView) {
 		Type: EventConnectReply, ID: ID(c.localID), Context: c.context,
 		PrivateData: e.keep(v.PrivateData()), ECE: v.ECE(),
 		Conn: ConnInfo{
-			ServiceID: c.serviceID, RemoteCAGUID: c.remoteCAGUID, RemoteQPN: c.remoteQPN,
+			RemoteCommID: c.remoteID, ServiceID: c.serviceID, RemoteCAGUID: c.remoteCAGUID, RemoteQPN: c.remoteQPN,
 			StartingPSN: c.sqPSN, ResponderResources: c.responderResources,
 			InitiatorDepth: c.initiatorDepth, RNRRetryCount: c.rnrRetryCount,
 			FlowControl: v.EndToEndFlowControl(), SRQ: v.SRQ(), TransportType: c.transport,

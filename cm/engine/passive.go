@@ -131,7 +131,7 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	// cma_ib_req_handler: QP type, IP header and address checks. A
 	// failure destroys the ID in REQ_RCVD: REJ 28 with local ID 0.
 	info := ConnInfo{
-		ServiceID: c.serviceID, RemoteCAGUID: c.remoteCAGUID, RemoteQPN: c.remoteQPN,
+		RemoteCommID: c.remoteID, ServiceID: c.serviceID, RemoteCAGUID: c.remoteCAGUID, RemoteQPN: c.remoteQPN,
 		StartingPSN: c.sqPSN, ResponderResources: c.responderResources,
 		InitiatorDepth: c.initiatorDepth, RetryCount: c.retryCount, RNRRetryCount: c.rnrRetryCount,
 		FlowControl: v.EndToEndFlowControl(), SRQ: v.SRQ(), TransportType: c.transport,

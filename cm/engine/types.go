@@ -278,6 +278,8 @@ type Event struct {
 
 // ConnInfo holds what a REQ or REP told this side.
 type ConnInfo struct {
+	// RemoteCommID is the peer's communication ID.
+	RemoteCommID uint32
 	ServiceID    uint64
 	RemoteCAGUID uint64
 	RemoteQPN    uint32

@@ -523,9 +523,22 @@ func (f *Fabric) Run(maxSteps int) bool {
 	return f.runUntil(time.Time{}, maxSteps)
 }
 
+// RunWhile runs like Run but stops as soon as stop returns true after a
+// step; it reports whether the fabric went idle.
+func (f *Fabric) RunWhile(stop func() bool, maxSteps int) (idle bool) {
+	return f.run(time.Time{}, maxSteps, stop)
+}
+
 func (f *Fabric) runUntil(end time.Time, maxSteps int) bool {
+	return f.run(end, maxSteps, nil)
+}
+
+func (f *Fabric) run(end time.Time, maxSteps int, stop func() bool) bool {
 	for steps := 0; maxSteps < 0 || steps < maxSteps; steps++ {
 		f.Stabilize()
+		if stop != nil && stop() {
+			return false
+		}
 		t := f.next()
 		if t.IsZero() {
 			if !end.IsZero() {
