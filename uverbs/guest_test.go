@@ -12,11 +12,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,6 +86,12 @@ func TestGuestDiscovery(t *testing.T) {
 	p := dev.Ports[0]
 	if p.State != PortActive || p.LinkLayer != LinkEthernet || p.Netdev != "eth0" || p.ActiveMTU == 0 {
 		t.Errorf("port %+v", p)
+	}
+	// Netlink names the same node and gives the driver id the ioctl
+	// header needs (RDMA_DRIVER_RXE); the kernel sends it as a u32.
+	nl, err := nlUverbsChardev("rxe0")
+	if err != nil || nl.name != "uverbs0" || !nl.hasID || nl.driverID != 14 || nl.abi != 2 {
+		t.Errorf("netlink chardev %+v, %v", nl, err)
 	}
 	if _, ok := roceV2IPv4(p.GIDs, guest.Local().Addr); !ok {
 		t.Errorf("no RoCE v2 GID for %s: %+v", guest.Local().Addr, p.GIDs)
@@ -311,6 +320,19 @@ func TestGuestObjectsAndTransitions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// SQ_SIG_ALL travels as a create flag (ioctl) or sq_sig_all
+			// (write) and reads back from QUERY_QP.
+			sig, err := r.pd.CreateQP(QPInit{Type: qp.RC, SendCQ: r.cq, RecvCQ: r.cq, SignalAll: true, Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := sig.Query(qp.MaskCap); err != nil || !got.SignalAll {
+				t.Errorf("signal-all QP: %+v, %v", got, err)
+			}
+			if got, err := r.rcQP(t, qp.RC).Query(qp.MaskCap); err != nil || got.SignalAll {
+				t.Errorf("plain QP signals all: %v", err)
+			}
+
 			// UD: RESET→INIT needs a Q_Key; then RTR, RTS, and an AH.
 			u, err := r.pd.CreateQP(QPInit{Type: qp.UD, SendCQ: r.cq, RecvCQ: r.cq, Cap: qp.Cap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
 			if err != nil {
@@ -562,6 +584,50 @@ func TestGuestEventWaitsTakeContextAndClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not interrupt Wait")
 	}
+}
+
+// envOpenChild makes the test binary only try to open rxe0 and print the
+// error (run as an unprivileged child by TestGuestPermissionNamesNode).
+const envOpenChild = "UVERBS_TEST_OPEN_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envOpenChild) == "1" {
+		_, err := Open("rxe0")
+		fmt.Printf("matches ErrPermission=%v EACCES=%v: %v\n", errors.Is(err, ErrPermission), errors.Is(err, unix.EACCES), err)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestGuestPermissionNamesNode makes the uverbs node root-only and opens
+// it as user nobody: the error matches ErrPermission and EACCES and names
+// the node.
+func TestGuestPermissionNamesNode(t *testing.T) {
+	dev := guestDevice(t)
+	st, err := os.Stat(dev.Verbs.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dev.Verbs.Path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dev.Verbs.Path, st.Mode().Perm())
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), envOpenChild+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	want := "matches ErrPermission=true EACCES=true: uverbs: open on rxe0 (" + dev.Verbs.Path + ")"
+	if !strings.HasPrefix(string(out), want) {
+		t.Errorf("child said %q, want prefix %q", out, want)
+	}
+	t.Logf("%s", out)
 }
 
 // resourceCounts parses `rdma resource show` for rxe0.
