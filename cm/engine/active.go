@@ -163,7 +163,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 		}
 	}
 	o := e.out(c.addr)
-	e.marshal(o, &m)
+	encoded(m.MarshalTo(o.MAD[:]))
 	e.setState(c, StateREQSent)
 	e.track(c, o, StateREQSent)
 	return ID(c.localID), nil
@@ -309,5 +309,5 @@ func (e *Engine) recvMRA(v mad.MRAView) {
 	// ib_modify_mad: the new wait applies now and to later resends.
 	c.curTimeout = convertTimeout(v.ServiceTimeout()) + convertTimeout(c.avTimeout)
 	c.msgState = c.state
-	e.arm(c, e.now.Add(c.curTimeout))
+	e.arm(c, c.curTimeout)
 }

@@ -61,7 +61,7 @@ type conn struct {
 	// timeout is the retransmission interval (the kernel's timeout_ms);
 	// curTimeout is the one in force, changed by an MRA.
 	timeout, curTimeout time.Duration
-	deadline            time.Time
+	deadline            int64 // Engine.now scale
 
 	// addr is where this ID's MADs go (cm_av).
 	addr Addr
@@ -138,7 +138,7 @@ func (e *Engine) enterTimewait(c *conn) {
 	e.cancelMsg(c)
 	e.removeRemote(c)
 	e.setState(c, StateTimeWait)
-	e.arm(c, e.now.Add(convertTimeout(c.avTimeout)))
+	e.arm(c, convertTimeout(c.avTimeout))
 }
 
 // track makes o the ID's outstanding MAD: resent every c.timeout,
@@ -153,7 +153,7 @@ func (e *Engine) track(c *conn, o *Outbound, state State) {
 	c.retriesLeft = c.maxCMRetries
 	c.retrySent = 0
 	c.curTimeout = c.timeout
-	e.arm(c, e.now.Add(c.timeout))
+	e.arm(c, c.timeout)
 }
 
 // cancelMsg is ib_cancel_mad.
@@ -185,7 +185,7 @@ func (e *Engine) fire(c *conn) {
 		o.MAD = *c.msg
 		o.Retry = c.retrySent
 		e.stats.Retransmits++
-		e.arm(c, e.now.Add(c.curTimeout))
+		e.arm(c, c.curTimeout)
 		return
 	}
 	e.sendError(c)
@@ -308,10 +308,13 @@ func (e *Engine) qpErr(c *conn) {
 
 func header(tid uint64) mad.Header { return mad.Header{TransactionID: tid} }
 
-func (e *Engine) marshal(o *Outbound, m mad.Message) {
-	// Every field was range-checked at the API boundary or comes from a
-	// parsed MAD of the same width, so encoding cannot fail.
-	if _, err := m.MarshalTo(o.MAD[:]); err != nil {
+// encoded checks the result of a MarshalTo. Every field was range-checked
+// at the API boundary or comes from a parsed MAD of the same width, so
+// encoding cannot fail; a failure is a bug in the engine. (The builders
+// are called on their concrete types: through mad.Message the structs
+// would escape to the heap.)
+func encoded(_ int, err error) {
+	if err != nil {
 		panic("engine: internal encode error: " + err.Error())
 	}
 }
@@ -319,7 +322,8 @@ func (e *Engine) marshal(o *Outbound, m mad.Message) {
 // formatREJ is cm_format_rej: the local ID and MessageRejected depend on
 // the state the REJ is sent from.
 func (e *Engine) sendREJ(c *conn, from State, reason mad.RejectReason, ari, pd []byte) {
-	m := mad.REJ{Header: header(c.tid), RemoteCommID: c.remoteID, LocalCommID: c.localID, Reason: reason}
+	m := &e.scratch.rej
+	*m = mad.REJ{Header: header(c.tid), RemoteCommID: c.remoteID, LocalCommID: c.localID, Reason: reason}
 	switch from {
 	case StateREQRcvd:
 		m.LocalCommID = 0
@@ -333,7 +337,7 @@ func (e *Engine) sendREJ(c *conn, from State, reason mad.RejectReason, ari, pd [
 	}
 	_ = m.SetARI(ari)
 	_ = m.SetPrivateData(pd)
-	e.marshal(e.out(c.addr), &m)
+	encoded(m.MarshalTo(e.out(c.addr).MAD[:]))
 }
 
 // sendRejLocked is cm_send_rej_locked.
@@ -353,30 +357,34 @@ func (e *Engine) sendRejLocked(c *conn, reason mad.RejectReason, ari, pd []byte)
 }
 
 func (e *Engine) sendMRA(c *conn, to Addr, what mad.MRAedMessage, serviceTimeout uint8, pd []byte) {
-	m := mad.MRA{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID,
+	m := &e.scratch.mra
+	*m = mad.MRA{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID,
 		MessageMRAed: what, ServiceTimeout: serviceTimeout}
 	_ = m.SetPrivateData(pd)
-	e.marshal(e.out(to), &m)
+	encoded(m.MarshalTo(e.out(to).MAD[:]))
 }
 
 func (e *Engine) sendRTU(c *conn, to Addr, pd []byte) {
-	m := mad.RTU{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID}
+	m := &e.scratch.rtu
+	*m = mad.RTU{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID}
 	_ = m.SetPrivateData(pd)
-	e.marshal(e.out(to), &m)
+	encoded(m.MarshalTo(e.out(to).MAD[:]))
 }
 
 func (e *Engine) sendDREP(c *conn, to Addr, pd []byte) {
-	m := mad.DREP{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID}
+	m := &e.scratch.drep
+	*m = mad.DREP{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID}
 	_ = m.SetPrivateData(pd)
-	e.marshal(e.out(to), &m)
+	encoded(m.MarshalTo(e.out(to).MAD[:]))
 }
 
 // formatDREQ is cm_format_dreq; its TID is cm_form_tid again.
 func (e *Engine) formatDREQ(c *conn, o *Outbound, pd []byte) {
-	m := mad.DREQ{Header: header(e.cfg.Source.TID(c.localID)), LocalCommID: c.localID,
+	m := &e.scratch.dreq
+	*m = mad.DREQ{Header: header(e.cfg.Source.TID(c.localID)), LocalCommID: c.localID,
 		RemoteCommID: c.remoteID, RemoteQPNEECN: c.remoteQPN}
 	_ = m.SetPrivateData(pd)
-	e.marshal(o, &m)
+	encoded(m.MarshalTo(o.MAD[:]))
 }
 
 // issueREJ is cm_issue_rej: a REJ answering a received MAD without an ID.
@@ -384,21 +392,23 @@ func (e *Engine) formatDREQ(c *conn, o *Outbound, pd []byte) {
 // remote ID is data bytes 0..3 and its local ID data bytes 4..7 (for a
 // REQ, the vendor ID word).
 func (e *Engine) issueREJ(from Addr, rcv []byte, reason mad.RejectReason, what mad.RejectedMessage) {
-	m := mad.REJ{
+	m := &e.scratch.rej
+	*m = mad.REJ{
 		Header:          header(binary.BigEndian.Uint64(rcv[8:16])),
 		RemoteCommID:    binary.BigEndian.Uint32(rcv[24:28]),
 		LocalCommID:     binary.BigEndian.Uint32(rcv[28:32]),
 		MessageRejected: what,
 		Reason:          reason,
 	}
-	e.marshal(e.out(replyAddr(from)), &m)
+	encoded(m.MarshalTo(e.out(replyAddr(from)).MAD[:]))
 }
 
 // issueDREP is cm_issue_drep: a DREP for a DREQ that matched no ID.
 func (e *Engine) issueDREP(from Addr, v mad.DREQView) {
-	m := mad.DREP{Header: header(v.Header().TransactionID()),
+	m := &e.scratch.drep
+	*m = mad.DREP{Header: header(v.Header().TransactionID()),
 		LocalCommID: v.RemoteCommID(), RemoteCommID: v.LocalCommID()}
-	e.marshal(e.out(replyAddr(from)), &m)
+	encoded(m.MarshalTo(e.out(replyAddr(from)).MAD[:]))
 }
 
 // replyAddr is the address of a response built from a received MAD

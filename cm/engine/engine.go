@@ -34,7 +34,11 @@ type sidrKey struct {
 // use: the caller serialises every call.
 type Engine struct {
 	cfg Config
-	now time.Time
+	// now is the time of the latest input, in nanoseconds since base (the
+	// first input's time); deadlines use the same scale.
+	now     int64
+	base    time.Time
+	hasBase bool
 
 	// conns holds every ID by local ID: connections, listeners, SIDR
 	// exchanges, and destroyed IDs still in TimeWait.
@@ -56,6 +60,17 @@ type Engine struct {
 	free   []*conn              // free list of conn structs
 
 	stats Stats
+	// scratch holds the message structs whose encoders take an interface
+	// inside package mad (and would otherwise escape on every send).
+	scratch struct {
+		mra     mad.MRA
+		rej     mad.REJ
+		rtu     mad.RTU
+		dreq    mad.DREQ
+		drep    mad.DREP
+		sidrREQ mad.SIDRREQ
+		sidrREP mad.SIDRREP
+	}
 }
 
 // Stats counts what the engine dropped or answered without an ID.
@@ -127,17 +142,14 @@ func (e *Engine) HasReady() bool {
 // Ready returns the outputs gathered since the last Advance and the next
 // deadline. The pointer and every slice in it are valid until Advance.
 func (e *Engine) Ready() *Ready {
-	e.ready.Deadline = time.Time{}
-	if len(e.timers) > 0 {
-		e.ready.Deadline = e.timers[0].deadline
-	}
+	e.ready.Deadline = e.Deadline()
 	return &e.ready
 }
 
 // Deadline returns when Tick must next be called, or the zero time.
 func (e *Engine) Deadline() time.Time {
 	if len(e.timers) > 0 {
-		return e.timers[0].deadline
+		return e.base.Add(time.Duration(e.timers[0].deadline))
 	}
 	return time.Time{}
 }
@@ -154,8 +166,11 @@ func (e *Engine) Advance() {
 }
 
 func (e *Engine) setNow(now time.Time) {
-	if now.After(e.now) {
-		e.now = now
+	if !e.hasBase {
+		e.base, e.hasBase = now, true
+	}
+	if t := int64(now.Sub(e.base)); t > e.now {
+		e.now = t
 	}
 }
 
@@ -163,7 +178,7 @@ func (e *Engine) setNow(now time.Time) {
 // TimeWait exits.
 func (e *Engine) Tick(now time.Time) {
 	e.setNow(now)
-	for len(e.timers) > 0 && !e.timers[0].deadline.After(e.now) {
+	for len(e.timers) > 0 && e.timers[0].deadline <= e.now {
 		c := e.timers[0]
 		e.timers.remove(c)
 		e.fire(c)

@@ -210,9 +210,10 @@ func (e *Engine) dupREQ(c *conn, from Addr) {
 	case StateMRAREQSent:
 		e.sendMRA(c, replyAddr(from), mad.MRAedREQ, c.serviceTimeout, c.privateData)
 	case StateTimeWait:
-		m := mad.REJ{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID,
+		m := &e.scratch.rej
+		*m = mad.REJ{Header: header(c.tid), LocalCommID: c.localID, RemoteCommID: c.remoteID,
 			MessageRejected: mad.RejectedOther, Reason: mad.RejectStaleConn}
-		e.marshal(e.out(replyAddr(from)), &m)
+		encoded(m.MarshalTo(e.out(replyAddr(from)).MAD[:]))
 	default:
 		e.stats.Dropped++
 	}
@@ -262,7 +263,7 @@ func (e *Engine) Accept(now time.Time, id ID, p AcceptParams) error {
 	}
 	_ = m.SetPrivateData(p.PrivateData)
 	o := e.out(c.addr)
-	e.marshal(o, &m)
+	encoded(m.MarshalTo(o.MAD[:]))
 	e.unpend(c)
 	e.setState(c, StateREPSent)
 	e.track(c, o, StateREPSent)

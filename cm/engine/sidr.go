@@ -19,7 +19,8 @@ func (e *Engine) ResolveSIDR(now time.Time, p SIDRParams) (ID, error) {
 	if p.MaxRetries > 15 || p.Timeout < 0 {
 		return 0, fmt.Errorf("engine: %s: retries or timeout out of range: %w", op, ErrInvalidParam)
 	}
-	m := mad.SIDRREQ{ServiceID: p.ServiceID, PartitionKey: p.Path.PKey}
+	m := &e.scratch.sidrREQ
+	*m = mad.SIDRREQ{ServiceID: p.ServiceID, PartitionKey: p.Path.PKey}
 	if p.PortSpace != 0 {
 		if !p.Dst.IsValid() || len(p.PrivateData) > mad.SIDRREQUserDataSize {
 			return 0, fmt.Errorf("engine: %s: destination or private data: %w", op, ErrInvalidParam)
@@ -51,7 +52,7 @@ func (e *Engine) ResolveSIDR(now time.Time, p SIDRParams) (ID, error) {
 	m.TransactionID = c.tid
 	m.RequestID = c.localID
 	o := e.out(c.addr)
-	e.marshal(o, &m)
+	encoded(m.MarshalTo(o.MAD[:]))
 	e.setState(c, StateSIDRREQSent)
 	e.track(c, o, StateSIDRREQSent)
 	return ID(c.localID), nil
@@ -134,7 +135,8 @@ func (e *Engine) ReplySIDR(now time.Time, id ID, p SIDRReplyParams) error {
 // sendSIDRREP is cm_send_sidr_rep_locked: the ID goes back to IDLE and
 // leaves the SIDR table.
 func (e *Engine) sendSIDRREP(c *conn, p *SIDRReplyParams) {
-	m := mad.SIDRREP{Header: header(c.tid), RequestID: c.remoteID, Status: p.Status, QPN: p.QPN,
+	m := &e.scratch.sidrREP
+	*m = mad.SIDRREP{Header: header(c.tid), RequestID: c.remoteID, Status: p.Status, QPN: p.QPN,
 		ServiceID: c.serviceID, QKey: p.QKey}
 	if p.Status == mad.SIDRSuccess {
 		m.AttributeModifier = p.ECE.Options
@@ -142,7 +144,7 @@ func (e *Engine) sendSIDRREP(c *conn, p *SIDRReplyParams) {
 	}
 	_ = m.SetInfo(p.Info)
 	_ = m.SetPrivateData(p.PrivateData)
-	e.marshal(e.out(c.addr), &m)
+	encoded(m.MarshalTo(e.out(c.addr).MAD[:]))
 	e.setState(c, StateIdle)
 	if c.sidrIn {
 		if e.sidrRemote[c.sidrKey] == c {

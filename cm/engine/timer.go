@@ -7,7 +7,7 @@ import "time"
 // heapIdx makes removal O(log n).
 type timerHeap []*conn
 
-func (h timerHeap) less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h timerHeap) less(i, j int) bool { return h[i].deadline < h[j].deadline }
 
 func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -69,8 +69,9 @@ func (h *timerHeap) remove(c *conn) {
 	c.heapIdx = -1
 }
 
-// arm sets c's timer to fire at t.
-func (e *Engine) arm(c *conn, t time.Time) {
+// arm sets c's timer to fire d from now.
+func (e *Engine) arm(c *conn, d time.Duration) {
+	t := e.now + int64(d)
 	c.deadline = t
 	if c.heapIdx >= 0 {
 		if !e.timers.down(int(c.heapIdx)) {

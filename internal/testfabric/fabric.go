@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
+	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
 )
@@ -120,6 +121,8 @@ type Fabric struct {
 	Errors []error
 	// CheckInvariants runs Engine.CheckInvariants after every flush.
 	CheckInvariants bool
+	// RecordEvents keeps every event in Node.Events.
+	RecordEvents bool
 	// Trace, when set, receives one line per delivery, drop, event,
 	// state change and QP transition.
 	Trace func(line string)
@@ -131,8 +134,10 @@ type Fabric struct {
 	// Stats
 	Delivered, Dropped, Duplicated uint64
 
-	events []engine.Event
-	arena  []byte
+	events  []engine.Event
+	arena   []byte
+	scratch packet
+	acts    []policyAct
 }
 
 // Fate is what Filter decides for a MAD.
@@ -217,12 +222,18 @@ func (f *Fabric) tracef(format string, args ...any) {
 	}
 }
 
-// NewQP creates a fake RC QP on node n and returns its number.
+// NewQP returns a new QP number on node n. With Policy.ManageQP it also
+// creates the fake QP the engine's transitions are checked against.
 func (n *Node) NewQP(t qp.QPType) uint32 {
-	q := &FakeQP{QPN: n.nextQPN, Type: t}
-	n.QPs[q.QPN] = q
-	n.nextQPN++
-	return q.QPN
+	qpn := n.nextQPN
+	n.nextQPN = (n.nextQPN + 1) & 0xffffff
+	if n.nextQPN < 0x11 {
+		n.nextQPN = 0x11
+	}
+	if n.Policy.ManageQP {
+		n.QPs[qpn] = &FakeQP{QPN: qpn, Type: t}
+	}
+	return qpn
 }
 
 // PathTo returns the RoCE path from n to m as the rdma_cm builds it on rxe
@@ -282,7 +293,9 @@ func (f *Fabric) drain(n *Node) {
 	}
 	for i := range r.StateChanges {
 		s := &r.StateChanges[i]
-		f.tracef("%s: %v %v -> %v", n.Name, s.ID, s.From, s.To)
+		if f.Trace != nil {
+			f.tracef("%s: %v %v -> %v", n.Name, s.ID, s.From, s.To)
+		}
 	}
 	for i := range r.QPTransitions {
 		f.applyQP(n, &r.QPTransitions[i])
@@ -296,6 +309,20 @@ func (f *Fabric) drain(n *Node) {
 		}
 		f.send(n.Index, j, &o.MAD)
 	}
+	if n.OnEvent == nil && f.Trace == nil && !f.RecordEvents {
+		// Fast path: the policies only queue typed actions, run once
+		// the Ready has been acknowledged.
+		f.acts = f.acts[:0]
+		for i := range r.Events {
+			f.policy(n, &r.Events[i])
+		}
+		e.Advance()
+		f.checkEngine(n)
+		for _, a := range f.acts {
+			f.act(n, &a)
+		}
+		return
+	}
 	f.events = f.events[:0]
 	f.arena = f.arena[:0]
 	for _, ev := range r.Events {
@@ -308,13 +335,9 @@ func (f *Fabric) drain(n *Node) {
 		f.events = append(f.events, ev)
 	}
 	e.Advance()
-	if f.CheckInvariants {
-		if err := e.CheckInvariants(); err != nil {
-			f.Errors = append(f.Errors, fmt.Errorf("%s: %w", n.Name, err))
-		}
-	}
+	f.checkEngine(n)
 	evs := f.events
-	f.events = nil // policies may flush recursively
+	f.events = nil // hooks may flush recursively
 	for i := range evs {
 		f.handle(n, &evs[i])
 		if n.Crashed {
@@ -322,6 +345,14 @@ func (f *Fabric) drain(n *Node) {
 		}
 	}
 	f.events = evs[:0]
+}
+
+func (f *Fabric) checkEngine(n *Node) {
+	if f.CheckInvariants {
+		if err := n.Engine.CheckInvariants(); err != nil {
+			f.Errors = append(f.Errors, fmt.Errorf("%s: %w", n.Name, err))
+		}
+	}
 }
 
 func (f *Fabric) keep(b []byte) []byte {
@@ -348,37 +379,77 @@ func (f *Fabric) applyQP(n *Node, t *engine.QPTransition) {
 	}
 	q.State = t.To
 	q.Moves++
-	f.tracef("%s: %v", n.Name, t)
+	if f.Trace != nil {
+		f.tracef("%s: %v", n.Name, t)
+	}
 }
 
-func (f *Fabric) handle(n *Node, ev *engine.Event) {
-	n.Events = append(n.Events, EventRecord{At: f.Now, Type: ev.Type, ID: ev.ID, Reason: ev.Reason})
-	f.tracef("%s: %v", n.Name, ev)
-	e, p := n.Engine, n.Policy
+// policyAct is one thing a Policy does in answer to an event.
+type policyAct struct {
+	kind       engine.EventType
+	id         engine.ID
+	resp, init uint8
+	ece        ece.ECE
+}
+
+// policy queues what n's Policy does about ev.
+func (f *Fabric) policy(n *Node, ev *engine.Event) {
+	p := n.Policy
 	switch ev.Type {
-	case engine.EventConnectRequest:
-		if p.AutoAccept {
-			qpn := n.NewQP(qp.RC)
-			f.check(n, "accept", e.Accept(f.Now, ev.ID, engine.AcceptParams{QPN: qpn, ResponderResources: ev.Conn.ResponderResources,
-				InitiatorDepth: ev.Conn.InitiatorDepth, RNRRetryCount: 7, ECE: ev.ECE, ManageQP: p.ManageQP}))
-		}
-	case engine.EventSIDRRequest:
-		if p.AutoAccept {
-			f.check(n, "sidr reply", e.ReplySIDR(f.Now, ev.ID, engine.SIDRReplyParams{QPN: n.NewQP(qp.UD), QKey: 0x01234567}))
+	case engine.EventConnectRequest, engine.EventSIDRRequest:
+		if !p.AutoAccept {
+			return
 		}
 	case engine.EventConnectReply:
-		if p.AutoEstablish {
-			f.check(n, "establish", e.Establish(f.Now, ev.ID, nil))
+		if !p.AutoEstablish {
+			return
 		}
 	case engine.EventDisconnectRequest:
-		if p.AutoDREP {
-			f.check(n, "disconnect", e.Disconnect(f.Now, ev.ID, nil))
+		if !p.AutoDREP {
+			return
 		}
 	case engine.EventTimewaitExit, engine.EventRejected, engine.EventReqError, engine.EventRepError,
 		engine.EventSIDRReply, engine.EventSIDRError:
-		if p.AutoDestroy {
-			f.check(n, "destroy", e.Destroy(f.Now, ev.ID))
+		if !p.AutoDestroy {
+			return
 		}
+	default:
+		return
+	}
+	f.acts = append(f.acts, policyAct{kind: ev.Type, id: ev.ID, resp: ev.Conn.ResponderResources,
+		init: ev.Conn.InitiatorDepth, ece: ev.ECE})
+}
+
+// act carries out a queued policy action.
+func (f *Fabric) act(n *Node, a *policyAct) {
+	e, p := n.Engine, n.Policy
+	switch a.kind {
+	case engine.EventConnectRequest:
+		qpn := n.NewQP(qp.RC)
+		f.check(n, "accept", e.Accept(f.Now, a.id, engine.AcceptParams{QPN: qpn, ResponderResources: a.resp,
+			InitiatorDepth: a.init, RNRRetryCount: 7, ECE: a.ece, ManageQP: p.ManageQP}))
+	case engine.EventSIDRRequest:
+		f.check(n, "sidr reply", e.ReplySIDR(f.Now, a.id, engine.SIDRReplyParams{QPN: n.NewQP(qp.UD), QKey: 0x01234567}))
+	case engine.EventConnectReply:
+		f.check(n, "establish", e.Establish(f.Now, a.id, nil))
+	case engine.EventDisconnectRequest:
+		f.check(n, "disconnect", e.Disconnect(f.Now, a.id, nil))
+	default:
+		f.check(n, "destroy", e.Destroy(f.Now, a.id))
+	}
+}
+
+func (f *Fabric) handle(n *Node, ev *engine.Event) {
+	if f.RecordEvents {
+		n.Events = append(n.Events, EventRecord{At: f.Now, Type: ev.Type, ID: ev.ID, Reason: ev.Reason})
+	}
+	if f.Trace != nil {
+		f.tracef("%s: %v", n.Name, ev)
+	}
+	f.acts = f.acts[:0]
+	f.policy(n, ev)
+	for _, a := range f.acts {
+		f.act(n, &a)
 	}
 	if n.OnEvent != nil {
 		n.OnEvent(n, ev)
@@ -432,13 +503,12 @@ func (f *Fabric) deliverDue() bool {
 	did := false
 	for {
 		var p *packet
-		var hp packet
 		if f.fifoAt < len(f.fifo) {
 			p = &f.fifo[f.fifoAt]
 			f.fifoAt++
 		} else if len(f.heap) > 0 && !f.heap[0].at.After(f.Now) {
-			hp = f.heap.pop()
-			p = &hp
+			f.scratch = f.heap.pop()
+			p = &f.scratch
 		} else {
 			break
 		}

@@ -360,6 +360,7 @@ func (s *Script) exec(cmd string, pos []string, args map[string]string) error {
 		p := n.ConnectParams(s.F.Nodes[j], uint16(port))
 		if args["manage-qp"] == "true" {
 			p.ManageQP = true
+			n.QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
 		}
 		if v, ok := args["ece"]; ok {
 			if p.ECE, err = parseECE(v); err != nil {
@@ -400,6 +401,9 @@ func (s *Script) exec(cmd string, pos []string, args map[string]string) error {
 		case "accept":
 			p := engine.AcceptParams{QPN: s.F.Nodes[i].NewQP(qp.RC), ResponderResources: 1, InitiatorDepth: 1,
 				RNRRetryCount: 7, PrivateData: pd, ManageQP: args["manage-qp"] == "true"}
+			if p.ManageQP {
+				s.F.Nodes[i].QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
+			}
 			if v, ok := args["ece"]; ok {
 				if p.ECE, err = parseECE(v); err != nil {
 					return err
