@@ -612,11 +612,29 @@ func TestGuestPermissionNamesNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chmod(dev.Verbs.Path, st.Mode().Perm())
+	// The share is not readable by nobody: run a copy from a local dir.
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self)
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "uverbs-child-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	child := dir + "/open-child"
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(child, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(child)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), envOpenChild+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()

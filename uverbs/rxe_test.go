@@ -19,7 +19,7 @@ import (
 var ne = binary.NativeEndian
 
 // fakeRing maps a ring with slots of 1<<shift bytes.
-func fakeRing(t *testing.T, slots int, shift uint32) []byte {
+func fakeRing(t testing.TB, slots int, shift uint32) []byte {
 	t.Helper()
 	mem, err := unix.Mmap(-1, 0, 384+slots<<shift, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
@@ -31,7 +31,7 @@ func fakeRing(t *testing.T, slots int, shift uint32) []byte {
 	return mem
 }
 
-func fakeQP(t *testing.T, typ qp.QPType) (*rxeQP, []byte, []byte, int) {
+func fakeQP(t testing.TB, typ qp.QPType) (*rxeQP, []byte, []byte, int) {
 	t.Helper()
 	sqMem := fakeRing(t, 8, 9) // 512-byte send slots
 	rqMem := fakeRing(t, 8, 7) // 128-byte receive slots
@@ -55,7 +55,7 @@ func fakeQP(t *testing.T, typ qp.QPType) (*rxeQP, []byte, []byte, int) {
 	return r, sqMem, rqMem, p[0]
 }
 
-func readDoorbells(t *testing.T, fd int) int {
+func readDoorbells(t testing.TB, fd int) int {
 	t.Helper()
 	buf := make([]byte, 1024)
 	n, err := unix.Read(fd, buf)
@@ -242,5 +242,45 @@ func TestDoorbellIsPostSendWithoutWRs(t *testing.T) {
 		ne.Uint64(b[8:]) != uint64(uintptr(unsafe.Pointer(resp))) ||
 		ne.Uint32(b[16:]) != 0x33 || ne.Uint32(b[20:]) != 0 || ne.Uint32(b[24:]) != 0 || ne.Uint32(b[28:]) != 56 {
 		t.Fatalf("doorbell % x", b)
+	}
+}
+
+// BenchmarkRxePostSend measures building one send WQE and publishing it,
+// doorbell included (a write to /dev/null standing in for the uverbs fd);
+// the "kernel" consumes the slot at once.
+func BenchmarkRxePostSend(b *testing.B) {
+	r, sq, _, _ := fakeQP(b, qp.RC)
+	null, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(null)
+	r.fd = null
+	wr := []SendWR{{ID: 2, Opcode: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x1000, Length: 64, LKey: 1}}}}
+	cons := (*uint32)(unsafe.Pointer(&sq[256]))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := r.postSend(wr); err != nil {
+			b.Fatal(err)
+		}
+		atomic.StoreUint32(cons, atomic.LoadUint32((*uint32)(unsafe.Pointer(&sq[128]))))
+	}
+}
+
+// BenchmarkRxePollCQ measures reading one completion from a CQ ring.
+func BenchmarkRxePollCQ(b *testing.B) {
+	mem := fakeRing(b, 4, 7)
+	q, _ := newRxeQueue(mem, 48)
+	cq := &rxeCQ{q: q}
+	wc := make([]WC, 2)
+	prod := (*uint32)(unsafe.Pointer(&mem[128]))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		atomic.StoreUint32(prod, (atomic.LoadUint32(prod)+1)&3)
+		if cq.poll(wc) != 1 {
+			b.Fatal("no completion")
+		}
 	}
 }
