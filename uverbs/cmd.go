@@ -152,8 +152,6 @@ type cmdStats struct {
 	ioctls, writes atomic.Uint64
 }
 
-// bytesOf is abi.Bytes for callers that pass a struct as a command part.
-func bytesOf[T any](p *T) []byte { return abi.Bytes(p) }
 
 // sliceBytes views a slice of ABI structs as bytes.
 func sliceBytes[T any](s []T) []byte {

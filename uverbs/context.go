@@ -212,8 +212,8 @@ func (x *Context) allocAsync() error {
 // events).
 func (x *Context) handle() uint64 { return x.nextHandle.Add(1) }
 
-// lock returns an ErrClosed error if the context is closed; otherwise it
-// holds x.mu until unlock.
+// lockOpen takes x.mu, or returns an ErrClosed error (without the lock)
+// if the context is closed.
 func (x *Context) lockOpen(op string) error {
 	x.mu.Lock()
 	if x.closed {
@@ -231,6 +231,7 @@ func (x *Context) Close() error {
 		x.mu.Unlock()
 		return nil
 	}
+	x.closed = true // no new objects from here on
 	qps, ahs, mrs, cqs, chans, pds := keys(x.qps), keys(x.ahs), keys(x.mrs), values(x.cqs), keys(x.channels), keys(x.pds)
 	x.mu.Unlock()
 	var errs []error
@@ -252,9 +253,6 @@ func (x *Context) Close() error {
 	for _, o := range pds {
 		errs = append(errs, o.Close())
 	}
-	x.mu.Lock()
-	x.closed = true
-	x.mu.Unlock()
 	if x.async != nil {
 		errs = append(errs, x.async.close())
 	}

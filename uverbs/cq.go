@@ -58,7 +58,6 @@ func (ch *CompChannel) Wait(ctx context.Context) ([]*CQ, error) {
 	for _, h := range handles {
 		if cq := x.cqs[h]; cq != nil && !seen[h] {
 			seen[h] = true
-			cq.events++
 			out = append(out, cq)
 		}
 	}
@@ -85,14 +84,12 @@ type CQ struct {
 	cqe     int
 	channel *CompChannel
 	ops     cqOps
-	events  int // completion events seen
 	mu      sync.Mutex
 	once    sync.Once
 	err     error
 }
 
-// CQEvents is not exported; Handle is the user handle the kernel reports
-// in async events about this CQ.
+// Handle is the user handle the kernel reports in events about this CQ.
 func (cq *CQ) Handle() uint64 { return cq.uhandle }
 
 // Size is the number of entries the kernel gave the CQ.

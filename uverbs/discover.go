@@ -204,8 +204,8 @@ func (d Discovery) checkABI() error {
 	return nil
 }
 
-// charDevs maps ibdev name to the class's character devices with prefix.
-// Every device gets at least one (possibly empty) entry.
+// charDevs maps each ibdev name to the class's character devices whose
+// name is prefix followed by a number, sorted by port.
 func (d Discovery) charDevs(class, prefix string) (map[string][]CharDev, error) {
 	dir := d.sysClass(class)
 	entries, err := os.ReadDir(dir)
