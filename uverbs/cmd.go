@@ -152,7 +152,6 @@ type cmdStats struct {
 	ioctls, writes atomic.Uint64
 }
 
-
 // sliceBytes views a slice of ABI structs as bytes.
 func sliceBytes[T any](s []T) []byte {
 	if len(s) == 0 {
