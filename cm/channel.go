@@ -175,7 +175,17 @@ func (c *Channel) wait(ctx context.Context, take func() (*Event, error)) (*Event
 		}
 		select {
 		case c.readTok <- struct{}{}:
-			err := c.b.readEvents(ctx, c.dispatch)
+			// The previous reader may have queued our event after take
+			// ran: look again before blocking in the backend.
+			c.mu.Lock()
+			ev, err := take()
+			c.mu.Unlock()
+			if ev != nil || err != nil {
+				<-c.readTok
+				c.broadcast()
+				return ev, err
+			}
+			err = c.b.readEvents(ctx, c.dispatch)
 			<-c.readTok
 			c.broadcast()
 			if err != nil {

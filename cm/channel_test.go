@@ -477,3 +477,56 @@ func TestEventNames(t *testing.T) {
 		t.Fatal("event range")
 	}
 }
+
+// A synchronous listener's GetRequest loop reads the backend while
+// another goroutine waits in Accept for ESTABLISHED (rdmacm-ping -s -P).
+func TestSyncAcceptWhileListenerReads(t *testing.T) {
+	f := newFake()
+	c := newChannel(f)
+	defer c.Close()
+	ctx := testCtx(t)
+	l, _ := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	l.Listen(0)
+	reqs := make(chan *ID)
+	go func() {
+		for {
+			id, err := l.GetRequest(ctx)
+			if err != nil {
+				close(reqs)
+				return
+			}
+			reqs <- id
+		}
+	}()
+	f.push(rawEvent{uid: l.uid, handle: 9, typ: EventConnectRequest})
+	id := <-reqs
+	done := make(chan error, 1)
+	go func() { done <- id.Accept(ctx, &ConnParam{}) }()
+	// Wait until the accept reached the backend, then deliver ESTABLISHED.
+	for {
+		f.mu.Lock()
+		n := len(f.accepts)
+		f.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
+	f.push(rawEvent{uid: id.uid, typ: EventEstablished})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		c.mu.Lock()
+		np, na := len(id.pending), len(c.async)
+		var lp []EventType
+		for _, e := range l.pending {
+			lp = append(lp, e.Type)
+		}
+		c.mu.Unlock()
+		t.Fatalf("Accept did not see ESTABLISHED read by the listener's goroutine (pending %d, async %d, listener pending %v, state %v)", np, na, lp, id.State())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rdma/rdmacm/ece"
@@ -54,7 +55,7 @@ type ID struct {
 	lastConn ConnParam
 	lastUD   UDParam
 	qp       *QP
-	closed   bool
+	closed   atomic.Bool
 }
 
 // CreateID creates an ID in port space ps (rdma_create_id).
@@ -118,7 +119,7 @@ func (id *ID) Channel() *Channel { return id.ch }
 func (id *ID) do(op string, check func(*idState) error, issue func() error) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.closed {
+	if id.closed.Load() {
 		return fmt.Errorf("cm: %s: %w", op, ErrClosed)
 	}
 	prev := id.st
@@ -244,7 +245,7 @@ func cloneConn(p ConnParam) ConnParam {
 func (id *ID) SetLocalECE(e ece.ECE) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.closed {
+	if id.closed.Load() {
 		return fmt.Errorf("cm: SetLocalECE: %w", ErrClosed)
 	}
 	return id.st.setLocalECE(e)
@@ -263,7 +264,7 @@ func (id *ID) LocalECE() ece.ECE {
 func (id *ID) RemoteECE() (ece.ECE, error) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.closed {
+	if id.closed.Load() {
 		return ece.None, fmt.Errorf("cm: RemoteECE: %w", ErrClosed)
 	}
 	return id.st.remoteECE()
@@ -454,7 +455,7 @@ func (id *ID) GetEvent(ctx context.Context) (*Event, error) {
 		return nil, fmt.Errorf("cm: GetEvent: %w: the ID is asynchronous, use Channel.GetEvent", ErrInvalidState)
 	}
 	return id.ch.wait(ctx, func() (*Event, error) {
-		if id.closed {
+		if id.closed.Load() {
 			return nil, fmt.Errorf("cm: %w", ErrClosed)
 		}
 		if len(id.pending) == 0 {
@@ -496,11 +497,11 @@ func (id *ID) complete(ctx context.Context, op string, want ...EventType) (Event
 // until acked.
 func (id *ID) Destroy() error {
 	id.mu.Lock()
-	if id.closed {
+	if id.closed.Load() {
 		id.mu.Unlock()
 		return nil
 	}
-	id.closed = true
+	id.closed.Store(true)
 	id.st.destroy()
 	q := id.qp
 	id.qp = nil
@@ -524,7 +525,7 @@ func (id *ID) Destroy() error {
 // destroys the IDs of a closed fd).
 func (id *ID) closeLocal() {
 	id.mu.Lock()
-	id.closed = true
+	id.closed.Store(true)
 	id.st.destroy()
 	q := id.qp
 	id.qp = nil
@@ -553,7 +554,7 @@ func (id *ID) fillParams(ev *Event, r *rawEvent) {
 func (id *ID) onEvent(ev *Event) bool {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.closed {
+	if id.closed.Load() {
 		return false
 	}
 	switch ev.Type {

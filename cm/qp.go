@@ -144,7 +144,7 @@ func (q *QP) destroy() error {
 func (id *ID) attachQP(q *QP) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.closed {
+	if id.closed.Load() {
 		return fmt.Errorf("cm: CreateQP: %w", ErrClosed)
 	}
 	if err := id.st.createQP(); err != nil {

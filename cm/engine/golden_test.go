@@ -19,7 +19,7 @@ import (
 const capturesDir = "../../mad/testdata/captures"
 
 // readCapture returns the CM MADs of a golden capture in order.
-func readCapture(t *testing.T, name string) [][]byte {
+func readCapture(t testing.TB, name string) [][]byte {
 	t.Helper()
 	f, err := os.Open(filepath.Join(capturesDir, name))
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *scriptSource) PSN() uint32 {
 func (s *scriptSource) TID(id uint32) uint64 { return engine.KernelTID(2, id) }
 
 // decodeAny decodes a MAD into its struct for a field-by-field diff.
-func decodeAny(t *testing.T, b []byte) mad.Message {
+func decodeAny(t testing.TB, b []byte) mad.Message {
 	t.Helper()
 	m, err := mad.Decode(b)
 	if err != nil {

@@ -123,6 +123,9 @@ func (w *wire) collect(n *node) []sent {
 		if to == nil {
 			w.t.Fatalf("%s sent to unknown GID %v", n.name, o.To.GID)
 		}
+		if _, err := mad.Parse(o.MAD[:]); err != nil {
+			w.t.Fatalf("%s sent a MAD that does not parse: %v", n.name, err)
+		}
 		if o.To.QPN != 1 {
 			w.t.Fatalf("%s sent to QP %d, not the GSI QP", n.name, o.To.QPN)
 		}

@@ -1,0 +1,182 @@
+package engine_test
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/go-rdma/rdmacm/cm/engine"
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/mad"
+)
+
+// fuzzInput reads the fuzzer's bytes, yielding zeros once they run out.
+type fuzzInput struct{ b []byte }
+
+func (in *fuzzInput) byte() byte {
+	if len(in.b) == 0 {
+		return 0
+	}
+	v := in.b[0]
+	in.b = in.b[1:]
+	return v
+}
+
+func (in *fuzzInput) u32() uint32 {
+	return uint32(in.byte())<<24 | uint32(in.byte())<<16 | uint32(in.byte())<<8 | uint32(in.byte())
+}
+
+// liveWire builds two engines holding IDs in many states: a listener, an
+// established connection, a passive request awaiting Accept (MRA armed),
+// an active REQ outstanding, a pair in TimeWait and a SIDR request.
+func liveWire(t *testing.T) (*wire, *node, *node) {
+	w, a, b := newWire(t)
+	act, pas := establish(t, w, a, b)
+	_ = a.e.Disconnect(w.now, act, nil)
+	w.run()
+	_ = b.e.Disconnect(w.now, pas, nil)
+	w.run()                      // act and pas in TimeWait
+	_, _ = establish(t, w, a, b) // same QPN, stays established
+	p := w.connectParams(a, b)
+	p.QPN = 0x31
+	p.ECE = ece.ECE{VendorID: 0x15b3, Options: 1}
+	_, _ = a.e.Connect(w.now, p)
+	w.run() // b: request reported, MRA armed; a: REQ_SENT
+	p.QPN = 0x32
+	w.drop = func(sent) bool { return true }
+	_, _ = a.e.Connect(w.now, p) // REQ lost: a has a REQ outstanding
+	w.run()
+	w.drop = nil
+	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceUDP, Port: 9000, QPType: 3}); err != nil {
+		t.Fatal(err)
+	}
+	sp := engine.SIDRParams{PortSpace: mad.PortSpaceUDP, Src: p.Src, Dst: netipPort(p.Dst, 9000), Path: a.path(b)}
+	_, _ = a.e.ResolveSIDR(w.now, sp)
+	w.run()
+	return w, a, b
+}
+
+// FuzzReceive feeds sequences of MADs to two engines that hold live IDs.
+// The input is a program: raw MADs, MADs built from fields whose IDs,
+// QPNs and GUIDs come from values seen on the wire (so they hit live IDs),
+// clock advances, and rounds of delivery between the engines. After every
+// step both engines' invariants must hold, every MAD they send must parse
+// and go to QP 1, and nothing may panic.
+func FuzzReceive(f *testing.F) {
+	for _, name := range []string{"rping-cm.pcap", "ece-req-rep.pcap", "ece-rej35.pcap"} {
+		for _, m := range readCapture(f, name) {
+			f.Add(append([]byte{0}, m...))
+		}
+	}
+	f.Add([]byte{1, 3, 0, 1, 0, 0, 0, 0, 2, 10, 3})
+	f.Add([]byte{1, 6, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2, 200, 3, 1, 4, 0, 1})
+	f.Add([]byte{1, 7, 2, 0, 0, 0, 0, 0, 3, 1, 5, 1, 0, 2, 255, 2, 255})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w, a, b := liveWire(t)
+		in := &fuzzInput{b: data}
+		for steps := 0; len(in.b) > 0 && steps < 64; steps++ {
+			op := in.byte()
+			to, from := b, a
+			if op&0x80 != 0 {
+				to, from = a, b
+			}
+			src := engine.Addr{Port: 1, GID: from.gid, QPN: 1, HopLimit: in.byte()}
+			switch op & 3 {
+			case 0: // a raw MAD
+				var m [mad.MADSize]byte
+				n := copy(m[:], in.b)
+				in.b = in.b[n:]
+				to.e.Receive(w.now, src, m[:])
+			case 1: // a MAD built from fields
+				if m := buildMAD(w, in); m != nil {
+					to.e.Receive(w.now, src, m)
+				}
+			case 2: // time passes
+				w.now = w.now.Add(time.Duration(in.byte()) * 97 * time.Millisecond)
+				a.e.Tick(w.now)
+				b.e.Tick(w.now)
+			case 3: // the engines talk
+				w.run()
+			}
+			w.collect(a) // checks invariants and every MAD sent
+			w.collect(b)
+		}
+		w.advance(10 * time.Minute) // every timer fires; still consistent
+	})
+}
+
+// pool returns values seen on the wire: communication IDs, QPNs, CA GUIDs.
+func pool(w *wire) (ids []uint32, guids []uint64) {
+	ids = []uint32{0, 0x11, 0x22, 0x31, 0x32, 0x15b3}
+	for _, s := range w.sent {
+		ids = append(ids, binary.BigEndian.Uint32(s.mad[24:28]), binary.BigEndian.Uint32(s.mad[28:32]))
+	}
+	for _, n := range w.nodes {
+		guids = append(guids, n.guid)
+	}
+	return ids, guids
+}
+
+func buildMAD(w *wire, in *fuzzInput) []byte {
+	ids, guids := pool(w)
+	id := func() uint32 {
+		k := in.byte()
+		if k == 0xff {
+			return in.u32()
+		}
+		return ids[int(k)%len(ids)]
+	}
+	guid := func() uint64 { return guids[int(in.byte())%len(guids)] }
+	tid := uint64(in.u32())
+	h := mad.Header{TransactionID: tid, AttributeModifier: in.u32()}
+	var m mad.Message
+	switch in.byte() % 11 {
+	case 0:
+		r := &mad.REQ{Header: h, LocalCommID: id(), ServiceID: mad.ServiceID(mad.PortSpaceTCP, uint16(in.byte())%2+testPort-1),
+			LocalCAGUID: guid(), LocalQPN: id() & 0xffffff, StartingPSN: in.u32() & 0xffffff,
+			LocalCMResponseTimeout: in.byte() & 31, RemoteCMResponseTimeout: in.byte() & 31, MaxCMRetries: in.byte() & 15,
+			PathMTU: mad.MTU(in.byte()%5 + 1), TransportServiceType: mad.TransportServiceType(in.byte() % 2)}
+		r.Primary.LocalACKTimeout = in.byte() & 31
+		r.Primary.LocalGID = w.nodes[int(in.byte())%2].gid
+		r.Primary.RemoteGID = w.nodes[int(in.byte())%2].gid
+		if in.byte()&1 == 0 {
+			h := mad.IPHeader{IPVersion: 4, SrcPort: 1, Src: w.nodes[0].ip, Dst: w.nodes[1].ip}
+			_ = h.MarshalWithData(r.PrivateData[:], nil)
+		}
+		m = r
+	case 1:
+		m = &mad.MRA{Header: h, LocalCommID: id(), RemoteCommID: id(), MessageMRAed: mad.MRAedMessage(in.byte() % 3),
+			ServiceTimeout: in.byte() & 31}
+	case 2:
+		r := &mad.REJ{Header: h, LocalCommID: id(), RemoteCommID: id(), MessageRejected: mad.RejectedMessage(in.byte() % 3),
+			Reason: mad.RejectReason(in.byte() % 36)}
+		if r.Reason == mad.RejectTimeout {
+			var g [8]byte
+			binary.BigEndian.PutUint64(g[:], guid())
+			_ = r.SetARI(g[:])
+		}
+		m = r
+	case 3:
+		m = &mad.REP{Header: h, LocalCommID: id(), RemoteCommID: id(), LocalQPN: id() & 0xffffff, LocalCAGUID: guid(),
+			StartingPSN: in.u32() & 0xffffff, TargetACKDelay: in.byte() & 31, RNRRetryCount: in.byte() & 7}
+	case 4:
+		m = &mad.RTU{Header: h, LocalCommID: id(), RemoteCommID: id()}
+	case 5:
+		m = &mad.DREQ{Header: h, LocalCommID: id(), RemoteCommID: id(), RemoteQPNEECN: id() & 0xffffff}
+	case 6:
+		m = &mad.DREP{Header: h, LocalCommID: id(), RemoteCommID: id()}
+	case 7:
+		m = &mad.SIDRREQ{Header: h, RequestID: id(), ServiceID: mad.ServiceID(mad.PortSpaceUDP, 9000+uint16(in.byte()%2))}
+	case 8:
+		m = &mad.SIDRREP{Header: h, RequestID: id(), Status: mad.SIDRStatus(in.byte() % 6), QPN: id() & 0xffffff}
+	case 9:
+		m = &mad.LAP{Header: h, LocalCommID: id(), RemoteCommID: id()}
+	default:
+		m = &mad.APR{Header: h, LocalCommID: id(), RemoteCommID: id()}
+	}
+	b := make([]byte, mad.MADSize)
+	if _, err := m.MarshalTo(b); err != nil {
+		return nil
+	}
+	return b
+}
