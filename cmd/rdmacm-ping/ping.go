@@ -320,7 +320,13 @@ func (a *app) pingClient(ctx context.Context) error {
 		return err
 	}
 	a.dbg("connected")
-	stats, runErr := pc.runClient(ctx)
+	// A disconnect by the server ends the data path (rping's cm thread).
+	dctx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); watchDisconnect(dctx, stop, id, a) }()
+	stats, runErr := pc.runClient(dctx)
+	stop()
+	<-watched // Disconnect below waits for DISCONNECTED itself
 	// rping_disconnect: an own QP goes to ERR first; the library does it
 	// for its QP.
 	if pc.self != nil {
@@ -375,7 +381,7 @@ func (pc *pingConn) runClient(ctx context.Context) (*rttStats, error) {
 	start := byte(65)
 	for n := 0; cfg.count == 0 || n < cfg.count; n++ {
 		if ctx.Err() != nil {
-			return stats, nil
+			return stats, errDisconnected
 		}
 		sb := pc.startBuf.Bytes()
 		fillPing(sb, n, start)
@@ -496,23 +502,11 @@ func (a *app) serve(ctx context.Context, id *cm.ID) error {
 	a.dbg("accepted")
 	// The data path ends when the client disconnects.
 	dctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		defer stop()
-		for {
-			ev, err := id.GetEvent(dctx)
-			if err != nil {
-				return
-			}
-			t := ev.Type
-			ev.Ack()
-			a.dbg("event %v", t)
-			if t == cm.EventDisconnected || t == cm.EventDeviceRemoval {
-				return
-			}
-		}
-	}()
+	watched := make(chan struct{})
+	go func() { defer close(watched); watchDisconnect(dctx, stop, id, a) }()
 	n, runErr := pc.runServer(dctx)
+	stop()
+	<-watched
 	if pc.self != nil {
 		pc.self.Modify(&qp.Attr{State: qp.Err}, qp.MaskState)
 	}
@@ -527,6 +521,24 @@ func (a *app) serve(ctx context.Context, id *cm.ID) error {
 		return nil
 	}
 	return discErr
+}
+
+// watchDisconnect reads the ID's events until DISCONNECTED (or device
+// removal), then calls stop to end the data path.
+func watchDisconnect(ctx context.Context, stop context.CancelFunc, id *cm.ID, a *app) {
+	defer stop()
+	for {
+		ev, err := id.GetEvent(ctx)
+		if err != nil {
+			return
+		}
+		t := ev.Type
+		ev.Ack()
+		a.dbg("event %v", t)
+		if t == cm.EventDisconnected || t == cm.EventDeviceRemoval {
+			return
+		}
+	}
 }
 
 func (pc *pingConn) runServer(ctx context.Context) (int, error) {
