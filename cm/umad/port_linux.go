@@ -1,0 +1,192 @@
+package umad
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rdma/rdmacm/cm/engine"
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/mad"
+)
+
+// gsiQKey is the GSI QP's Q_Key (IBTA 13.5.3.3). Current kernels ignore
+// the header's value and use it anyway.
+const gsiQKey = 0x80010000
+
+// maxMAD bounds a received MAD (OPA MADs are 2048 bytes).
+const maxMAD = 2048
+
+// Port is a umad device with a CM agent registered on it.
+type Port struct {
+	f     *os.File
+	agent uint32
+	port  uint8
+	wmu   sync.Mutex
+	wbuf  [abi.UmadHdrSize + mad.MADSize]byte
+}
+
+// Open opens a umad device (e.g. /dev/infiniband/umad0) and registers the
+// CM agent: class 0x07, version 2, method Send, QP 1. The device's port
+// number (sysfs) goes into every received address.
+func Open(dev string) (*Port, error) {
+	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("umad: open %s: %w", dev, err)
+	}
+	req := abi.UmadRegReq2{QPN: 1, MgmtClass: mad.ClassCM, MgmtClassVersion: mad.CMClassVersion}
+	req.MethodMask[0] = 1 << uint(mad.MethodSend)
+	if err := abi.UmadRegisterAgent2Call(fd, &req); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EINVAL) {
+			return nil, fmt.Errorf("umad: register CM agent on %s: %w", dev, ErrKernelCM)
+		}
+		return nil, fmt.Errorf("umad: register CM agent on %s: %w", dev, err)
+	}
+	p := &Port{f: os.NewFile(uintptr(fd), dev), agent: req.ID, port: 1}
+	if n, err := readSysInt(filepath.Join("/sys/class/infiniband_mad", filepath.Base(dev), "port")); err == nil {
+		p.port = uint8(n)
+	}
+	return p, nil
+}
+
+// Close unregisters the agent and closes the device; a blocked Recv
+// returns ErrClosed.
+func (p *Port) Close() error { return p.f.Close() }
+
+// Send writes one CM MAD to the peer's GSI QP. It sets no MAD-layer
+// timeout or retries: the engine resends itself (a Send method MAD never
+// gets a response-method answer, so a MAD-layer timeout would always
+// expire). The kernel replaces the TID's upper 32 bits with its agent's.
+func (p *Port) Send(to engine.Addr, m []byte) error {
+	if len(m) < mad.MADSize {
+		return fmt.Errorf("umad: send: %d-byte MAD", len(m))
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	h := abi.UmadHdr{ID: p.agent, SL: to.SL, GIDIndex: to.SGIDIndex, HopLimit: to.HopLimit,
+		TrafficClass: to.TrafficClass, GID: to.GID, PKeyIndex: to.PKeyIndex}
+	binary.BigEndian.PutUint32(h.QPN[:], to.QPN)
+	binary.BigEndian.PutUint32(h.QKey[:], gsiQKey)
+	binary.BigEndian.PutUint16(h.LID[:], to.LID)
+	binary.BigEndian.PutUint32(h.FlowLabel[:], to.FlowLabel)
+	if to.GID != (mad.GID{}) {
+		h.GRHPresent = 1 // required on RoCE: the AH needs a GRH
+	}
+	hb := (*[abi.UmadHdrSize]byte)(unsafePointer(&h))
+	copy(p.wbuf[:], hb[:])
+	runtime.KeepAlive(&h)
+	copy(p.wbuf[abi.UmadHdrSize:], m[:mad.MADSize])
+	_, err := p.f.Write(p.wbuf[:])
+	if err != nil {
+		return fmt.Errorf("umad: send: %w", err)
+	}
+	return nil
+}
+
+// Recv reads one MAD into buf (at least 256 bytes) and returns the
+// sender's address and the MAD's length. It blocks until a MAD arrives,
+// ctx ends, or Close is called.
+func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
+	var raw [abi.UmadHdrSize + maxMAD]byte
+	if dl, ok := ctx.Deadline(); ok {
+		_ = p.f.SetReadDeadline(dl)
+	} else {
+		_ = p.f.SetReadDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() { _ = p.f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	n, err := p.f.Read(raw[:])
+	if err != nil {
+		if ctx.Err() != nil {
+			return engine.Addr{}, 0, ctx.Err()
+		}
+		if errors.Is(err, os.ErrClosed) {
+			return engine.Addr{}, 0, ErrClosed
+		}
+		return engine.Addr{}, 0, fmt.Errorf("umad: receive: %w", err)
+	}
+	if n < abi.UmadHdrSize {
+		return engine.Addr{}, 0, fmt.Errorf("umad: receive: %d bytes", n)
+	}
+	var h abi.UmadHdr
+	hb := (*[abi.UmadHdrSize]byte)(unsafePointer(&h))
+	copy(hb[:], raw[:abi.UmadHdrSize])
+	if h.Status != 0 {
+		return engine.Addr{}, 0, &SendError{Status: h.Status}
+	}
+	a := engine.Addr{
+		Port: p.port, PKeyIndex: h.PKeyIndex, LID: binary.BigEndian.Uint16(h.LID[:]),
+		QPN: binary.BigEndian.Uint32(h.QPN[:]), SGIDIndex: h.GIDIndex, HopLimit: h.HopLimit,
+		TrafficClass: h.TrafficClass, SL: h.SL, FlowLabel: binary.BigEndian.Uint32(h.FlowLabel[:]) & 0xfffff,
+	}
+	if h.GRHPresent != 0 {
+		a.GID = h.GID
+	}
+	return a, copy(buf, raw[abi.UmadHdrSize:n]), nil
+}
+
+func readSysInt(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// FindDevice returns the umad device of an RDMA device's port, from
+// /sys/class/infiniband_mad/umadN/{ibdev,port}.
+func FindDevice(ibdev string, port int) (string, error) {
+	ents, err := os.ReadDir("/sys/class/infiniband_mad")
+	if err != nil {
+		return "", fmt.Errorf("umad: %w", err)
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "umad") {
+			continue
+		}
+		dir := filepath.Join("/sys/class/infiniband_mad", e.Name())
+		b, err := os.ReadFile(filepath.Join(dir, "ibdev"))
+		if err != nil || strings.TrimSpace(string(b)) != ibdev {
+			continue
+		}
+		if n, err := readSysInt(filepath.Join(dir, "port")); err == nil && n == port {
+			return filepath.Join("/dev/infiniband", e.Name()), nil
+		}
+	}
+	return "", fmt.Errorf("umad: no umad device for %s port %d", ibdev, port)
+}
+
+// LocalGID finds the RoCE v2 GID of addr in an RDMA port's GID table
+// (/sys/class/infiniband/DEV/ports/N/gids and gid_attrs/types) and returns
+// it with its index.
+func LocalGID(ibdev string, port int, addr netip.Addr) (mad.GID, uint8, error) {
+	want := mad.GIDFromAddr(addr)
+	dir := filepath.Join("/sys/class/infiniband", ibdev, "ports", strconv.Itoa(port))
+	for i := range 256 {
+		b, err := os.ReadFile(filepath.Join(dir, "gids", strconv.Itoa(i)))
+		if err != nil {
+			break
+		}
+		a, err := netip.ParseAddr(strings.TrimSpace(string(b)))
+		if err != nil || mad.GIDFromAddr(a) != want {
+			continue
+		}
+		t, err := os.ReadFile(filepath.Join(dir, "gid_attrs", "types", strconv.Itoa(i)))
+		if err == nil && strings.TrimSpace(string(t)) == "RoCE v2" {
+			return want, uint8(i), nil
+		}
+	}
+	return mad.GID{}, 0, fmt.Errorf("umad: no RoCE v2 GID for %v on %s port %d", addr, ibdev, port)
+}

@@ -1,0 +1,5 @@
+package umad
+
+import "unsafe"
+
+func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
