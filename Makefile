@@ -62,11 +62,15 @@ qemu-user: deps
 # is set on these lines only: host-driven tests in internal/vmtest, then the
 # packages whose test binaries run inside guest a (go test -exec vmexec).
 VMEXEC_PKGS ?= ./internal/vmtest/guest/
+# Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
+# so that our CM engine owns the CM class over umad.
+VMEXEC_NOCM_PKGS ?= ./cm/umad/
 vmtest: deps
 	$(GO) run ./internal/vmtest/cmd/vmtest prepare
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./internal/vmtest/cmd/vmexec
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
+	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 
 demo: deps
 	@echo "demo: not wired yet"; exit 1
