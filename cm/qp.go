@@ -31,6 +31,9 @@ type QP struct {
 	maxIRD uint8                        // device max_qp_init_rd_atom
 	ud     bool
 	owner  *ID
+	// noECE: the provider answered not-supported once; later ECE calls
+	// on this QP are skipped (they cannot succeed).
+	noECE bool
 
 	// Verbs is the verbs QP, for posting work requests.
 	Verbs *uverbs.QP
@@ -99,10 +102,15 @@ func (q *QP) toErr() { _ = q.v.Modify(&qp.Attr{State: qp.Err}, qp.MaskState) }
 // setECE requests e on the QP; a provider without ECE (or vendor 0, which
 // ibv_set_ece refuses with EOPNOTSUPP) is not an error.
 func (q *QP) setECE(e ece.ECE) error {
-	if e.VendorID == 0 {
+	if e.VendorID == 0 || q.noECE {
 		return nil
 	}
-	if err := q.v.SetECE(e); err != nil && !isNotSupported(err) {
+	err := q.v.SetECE(e)
+	if isNotSupported(err) {
+		q.noECE = true
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("set ECE: %w", err)
 	}
 	return nil
@@ -110,8 +118,12 @@ func (q *QP) setECE(e ece.ECE) error {
 
 // queryECE returns the QP's ECE, zero when the provider has none.
 func (q *QP) queryECE() (ece.ECE, error) {
+	if q.noECE {
+		return ece.None, nil
+	}
 	e, err := q.v.QueryECE()
 	if isNotSupported(err) {
+		q.noECE = true
 		return ece.None, nil
 	}
 	if err != nil {

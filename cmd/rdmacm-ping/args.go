@@ -31,6 +31,7 @@ type config struct {
 	backend     string
 	cmtime      int
 	timeout     int // seconds for each blocking step
+	cpuprofile  string
 }
 
 const usageText = `usage:
@@ -53,12 +54,14 @@ const usageText = `usage:
 	-connect-only	establish, print the remote ECE and private data length, disconnect
 	-backend kernel|user|auto	connection manager backend (default auto)
 	-cmtime N	client: time N connections as cmtime does; server: serve them
-	-t seconds	timeout of each step (default 30)`
+	-t seconds	timeout of each step (default 30)
+	-cpuprofile FILE	write a CPU profile (for tuning)`
 
 // longFlags take the whole argument as a name; anything else is a cluster
 // of short options.
 var longFlags = map[string]bool{
 	"ece": true, "reject-ece": true, "connect-only": true, "backend": true, "cmtime": true, "help": true,
+	"cpuprofile": true,
 }
 
 func parseArgs(args []string) (*config, error) {
@@ -74,7 +77,7 @@ func parseArgs(args []string) (*config, error) {
 			name, val = k, v
 		}
 		if longFlags[name] {
-			need := name == "ece" || name == "backend" || name == "cmtime"
+			need := name == "ece" || name == "backend" || name == "cmtime" || name == "cpuprofile"
 			if need && val == "" {
 				if i+1 >= len(args) {
 					return nil, fmt.Errorf("-%s needs a value", name)
@@ -178,6 +181,8 @@ func (c *config) setLong(name, v string) error {
 		c.ece, c.eceSet = e, true
 	case "reject-ece":
 		c.rejectECE = true
+	case "cpuprofile":
+		c.cpuprofile = v
 	case "connect-only":
 		c.connectOnly = true
 	case "backend":

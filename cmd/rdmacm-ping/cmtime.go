@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm"
@@ -43,6 +45,9 @@ type cmNode struct {
 	times [numSteps][2]time.Time
 	err   bool
 }
+
+// curStep is the step under way, for profile labels.
+var curStep atomic.Int32
 
 type cmTimer struct {
 	nodes []cmNode
@@ -131,6 +136,10 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	go func() {
 		defer close(evDone)
 		for {
+			if a.cfg.cpuprofile != "" {
+				// Attribute the event loop's CPU to the step under way.
+				pprof.SetGoroutineLabels(pprof.WithLabels(evCtx, pprof.Labels("step", stepNames[curStep.Load()])))
+			}
 			ev, err := ch.GetEvent(evCtx)
 			if err != nil {
 				return
@@ -179,7 +188,13 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		t.steps[stepBind][1] = time.Now()
 	}
 
-	run := func(s cmStep, label string, issue func(node *cmNode) error) error {
+	var runStep func(t *cmTimer, s cmStep, label string, issue func(node *cmNode) error) error
+	run := func(s cmStep, label string, issue func(node *cmNode) error) (err error) {
+		curStep.Store(int32(s))
+		pprof.Do(ctx, pprof.Labels("step", stepNames[s]), func(ctx context.Context) { err = runStep(t, s, label, issue) })
+		return err
+	}
+	runStep = func(t *cmTimer, s cmStep, label string, issue func(node *cmNode) error) error {
 		fmt.Println(label)
 		started := 0
 		t.steps[s][0] = time.Now()
@@ -215,6 +230,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	}
 
 	fmt.Println("creating qp")
+	curStep.Store(int32(stepCreateQP))
 	t.steps[stepCreateQP][0] = time.Now()
 	for i := range t.nodes {
 		node := &t.nodes[i]

@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -36,7 +37,18 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.cpuprofile != "" {
+		f, err := os.Create(cfg.cpuprofile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rdmacm-ping: %v\n", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(ctx, cfg); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintf(os.Stderr, "rdmacm-ping: %v\n", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkCmtimeVM compares connection setup of librdmacm and package cm
+// against the same cmtime server in the vmtest guests: cmtime's C client
+// and `rdmacm-ping -cmtime N` run alternately (A B A B ...) in guest a
+// against `cmtime -b` in guest b. It reports the median "connect" step
+// (wall time for N pipelined connections) of each and their ratio, after
+// one uncounted warm-up round.
+//
+//	VMTEST=1 go test -run '^$' -bench CmtimeVM -benchtime 1x ./cmd/rdmacm-ping/
+//
+// BENCH_CONNS (default 200) and BENCH_ROUNDS (default 3) tune it;
+// BENCH_CPUPROFILE=NAME writes the Go client's CPU profile of the last
+// round to the share's out/NAME.
+func BenchmarkCmtimeVM(b *testing.B) {
+	p := pair(b)
+	conns, rounds := envInt("BENCH_CONNS", 200), envInt("BENCH_ROUNDS", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	srv, err := p.B.Start(ctx, "cmtime -b "+p.B.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop(context.Background())
+	listening(b, ctx, p.B, 7471)
+	profile := os.Getenv("BENCH_CPUPROFILE")
+	if profile != "" {
+		if err := os.MkdirAll(filepath.Join(p.Share, "out"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var cMS, goMS []float64
+	for i := 0; i < b.N; i++ {
+		for r := -1; r < rounds; r++ { // round 0 warms both up and is not counted
+			for _, who := range []string{"cmtime", "rdmacm-ping"} {
+				cmd := fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns)
+				if who == "rdmacm-ping" {
+					cmd = fmt.Sprintf("%s -c -a %s -cmtime %d", ping, p.B.Addr, conns)
+					if profile != "" && r == rounds-1 {
+						cmd += " -cpuprofile /host/out/" + profile
+					}
+				}
+				res, err := p.A.Run(ctx, cmd)
+				if err != nil {
+					b.Fatalf("%s: %v\n%s%s", cmd, err, res.Stdout, res.Stderr)
+				}
+				ms, ok := cmtimeTable(res.Stdout)["connect"]
+				if !ok {
+					b.Fatalf("%s: no connect row:\n%s", cmd, res.Stdout)
+				}
+				b.Logf("round %d %s: connect %.2f ms for %d connections\n%s", r+1, who, ms, conns, res.Stdout)
+				if r < 0 {
+					continue
+				}
+				if who == "cmtime" {
+					cMS = append(cMS, ms)
+				} else {
+					goMS = append(goMS, ms)
+				}
+			}
+		}
+	}
+	c, g := median(cMS), median(goMS)
+	b.ReportMetric(c, "librdmacm-connect-ms")
+	b.ReportMetric(g, "go-connect-ms")
+	b.ReportMetric(g/c, "go/librdmacm")
+	b.Logf("connect, %d connections: librdmacm %v ms, Go %v ms; median ratio Go/librdmacm %.2f", conns, cMS, goMS, g/c)
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
