@@ -86,7 +86,10 @@ type Node struct {
 	// Crashed nodes receive nothing and send nothing.
 	Crashed  bool
 	Restarts int
-	Policy   Policy
+	// idEpoch selects the ID source's seed; RestartSameIDs keeps it, so
+	// the rebooted node draws the communication IDs it drew before.
+	idEpoch int
+	Policy  Policy
 	// OnEvent, when set, is called for every event after Policy.
 	OnEvent func(n *Node, ev *engine.Event)
 	Events  []EventRecord
@@ -131,6 +134,14 @@ type Fabric struct {
 	Filter func(from, to *Node, m []byte) Fate
 	// NameID, when set, sees every ID a node reports, before Trace does.
 	NameID func(node int, id engine.ID)
+	// Source, when set, gives the ID source of each engine booted after
+	// it is set (Restart, RestartSameIDs); nil keeps the seeded default.
+	Source func(n *Node) engine.Source
+	// RecordStates makes engines booted after it is set report state
+	// changes (OnState sees them).
+	RecordStates bool
+	// OnState, when set, sees every state change an engine reports.
+	OnState func(n *Node, s engine.StateChange)
 	// Stats
 	Delivered, Dropped, Duplicated uint64
 
@@ -166,9 +177,13 @@ func New(n int, seed uint64) *Fabric {
 }
 
 func (f *Fabric) boot(n *Node) {
+	src := engine.NewSeededSource(n.seed+uint64(n.idEpoch)*7919, 2)
+	if f.Source != nil {
+		src = f.Source(n)
+	}
 	e, err := engine.New(engine.Config{
-		CAGUID: n.GUID, ACKDelay: 15, RecordStates: f.Trace != nil,
-		Source: engine.NewSeededSource(n.seed+uint64(n.Restarts)*7919, 2),
+		CAGUID: n.GUID, ACKDelay: 15, RecordStates: f.Trace != nil || f.RecordStates,
+		Source: src,
 	})
 	if err != nil {
 		panic(err) // the config above is valid
@@ -193,8 +208,27 @@ func (f *Fabric) Crash(i int) {
 func (f *Fabric) Restart(i int) {
 	n := f.Nodes[i]
 	n.Restarts++
+	n.idEpoch++
 	f.boot(n)
 	f.tracef("%s: restart", n.Name)
+}
+
+// RestartSameIDs boots node i again with an ID source that starts over:
+// the new engine draws the communication IDs (and PSNs) the old one drew,
+// as a host whose random state repeats after a reboot. QPNs start over.
+func (f *Fabric) RestartSameIDs(i int) {
+	n := f.Nodes[i]
+	n.Restarts++
+	f.boot(n)
+	f.tracef("%s: restart (same IDs)", n.Name)
+}
+
+// Inject puts a raw MAD from node i to node j on the wire, subject to the
+// link's faults: a misbehaving or replaying peer.
+func (f *Fabric) Inject(i, j int, m []byte) {
+	var b [mad.MADSize]byte
+	copy(b[:], m)
+	f.send(i, j, &b)
 }
 
 // Link returns the faults of the link from i to j, creating them from
@@ -295,6 +329,9 @@ func (f *Fabric) drain(n *Node) {
 		s := &r.StateChanges[i]
 		if f.Trace != nil {
 			f.tracef("%s: %v %v -> %v", n.Name, s.ID, s.From, s.To)
+		}
+		if f.OnState != nil {
+			f.OnState(n, *s)
 		}
 	}
 	for i := range r.QPTransitions {

@@ -491,9 +491,13 @@ func (s *Script) exec(cmd string, pos []string, args map[string]string) error {
 		if err != nil {
 			return err
 		}
-		if cmd == "crash" {
+		switch {
+		case cmd == "crash":
 			s.F.Crash(i)
-		} else {
+		case len(pos) > 1 && pos[1] == "same-ids":
+			s.F.RestartSameIDs(i)
+			s.F.Nodes[i].OnEvent = s.onEvent
+		default:
 			s.F.Restart(i)
 			s.F.Nodes[i].OnEvent = s.onEvent
 		}
