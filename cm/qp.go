@@ -84,14 +84,31 @@ func (q *QP) toInit(id *ID) error {
 	return nil
 }
 
-// toRTS refreshes INIT and moves the QP to RTR and RTS
-// (ucma_modify_qp_rtr, ucma_modify_qp_rts).
+// toRTS moves the QP to RTR and RTS (ucma_modify_qp_rtr,
+// ucma_modify_qp_rts). librdmacm first re-applies INIT because the access
+// flags the CM grants (remote read and write, once the responder
+// resources are known) are only final now; here they ride on the
+// INIT→RTR modify, which takes ACCESS_FLAGS as an optional attribute
+// (package qp's transition table; kernel ib_modify_qp_is_ok), saving one
+// modify per connection.
 func (q *QP) toRTS(id *ID, resp, init uint8) error {
-	if err := q.modifyFromCM(id, qp.Init, MaxResources, MaxResources); err != nil {
-		return err
+	ia, im, err := id.ch.b.initQPAttr(id.handle, qp.Init)
+	if err != nil {
+		return errnoError("InitQPAttr INIT", err)
 	}
-	if err := q.modifyFromCM(id, qp.RTR, resp, MaxResources); err != nil {
-		return err
+	a, m, err := id.ch.b.initQPAttr(id.handle, qp.RTR)
+	if err != nil {
+		return errnoError("InitQPAttr RTR", err)
+	}
+	if im&qp.MaskAccessFlags != 0 {
+		a.AccessFlags = ia.AccessFlags
+		m |= qp.MaskAccessFlags
+	}
+	if resp != MaxResources {
+		a.MaxDestRdAtomic = resp
+	}
+	if err := q.v.Modify(&a, m); err != nil {
+		return fmt.Errorf("modify QP to RTR: %w", err)
 	}
 	return q.modifyFromCM(id, qp.RTS, MaxResources, init)
 }
