@@ -498,6 +498,9 @@ func TestDisconnectAwait(t *testing.T) {
 // (self-loops of SetLocalECE and CreateQP are drawn as notes, not edges).
 func TestStateDiagramMatchesSpec(t *testing.T) {
 	f, err := os.Open("../docs/ece-state.md")
+	if errors.Is(err, os.ErrNotExist) && os.Getenv("VMTEST_GUEST") != "" {
+		t.Skip("the docs are not copied into the guests; this check runs on the host")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
