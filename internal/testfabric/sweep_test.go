@@ -60,6 +60,7 @@ func TestFaultSweep(t *testing.T) {
 type scenarioResult struct {
 	Connects, Established, Rejected, ReqErrors, RepErrors, DreqErrors int
 	Crashes, MRAs, StaleREJs, LostToCrash                             int
+	IDReuses, Injected, CrossedDREQs, NoFreeIDs                       int
 	Delivered, Lost                                                   uint64
 }
 
@@ -74,6 +75,10 @@ func (r *scenarioResult) add(o scenarioResult) {
 	r.LostToCrash += o.LostToCrash
 	r.MRAs += o.MRAs
 	r.StaleREJs += o.StaleREJs
+	r.IDReuses += o.IDReuses
+	r.Injected += o.Injected
+	r.CrossedDREQs += o.CrossedDREQs
+	r.NoFreeIDs += o.NoFreeIDs
 	r.Delivered += o.Delivered
 	r.Lost += o.Lost
 }
@@ -81,6 +86,9 @@ func (r *scenarioResult) add(o scenarioResult) {
 type recKey struct {
 	node, epoch int
 	id          engine.ID
+	// gen is 0 for the ID's current holder; a record whose ID was
+	// destroyed early (reuseIDs) moves to a nonzero gen.
+	gen int
 }
 
 type connRec struct {
@@ -99,6 +107,11 @@ type connRec struct {
 	// this side half-open as well.
 	peerID     engine.ID
 	peerGaveUp bool
+	// connectAt and outcomeAt: when Connect was called and when its
+	// first outcome arrived (Epoch until then).
+	connectAt, outcomeAt time.Time
+	// destroyedEarly: destroyed once finished or in TimeWait (reuseIDs).
+	destroyedEarly bool
 }
 
 type action struct {
@@ -109,6 +122,10 @@ type action struct {
 const port = 7174
 
 func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error) {
+	return runScenarioWith(seed, sweepOpts{}, trace)
+}
+
+func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scenarioResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
@@ -133,9 +150,13 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 	if rng.IntN(4) == 0 { // a clean network now and then
 		f.Default = Faults{}
 	}
+	var reuse *stateWatch
+	if opts != (sweepOpts{}) {
+		reuse = newStateWatch(f, opts, &res)
+	}
 	recs := map[recKey]*connRec{}
 	rec := func(n *Node, id engine.ID) *connRec {
-		k := recKey{n.Index, n.Restarts, id}
+		k := recKey{n.Index, n.Restarts, id, 0}
 		r := recs[k]
 		if r == nil {
 			r = &connRec{}
@@ -152,6 +173,35 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 			f.Errors = append(f.Errors, fmt.Errorf("node %s: %s: %w", n.Name, op, e))
 		}
 	}
+	retired := 0
+	// destroyEarly destroys a finished ID and retires its record: the ID
+	// may come round again.
+	destroyEarly := func(n *Node, id engine.ID) {
+		if _, ok := n.Engine.State(id); !ok {
+			return
+		}
+		k := recKey{n.Index, n.Restarts, id, 0}
+		r := rec(n, id)
+		r.destroyedEarly = true
+		delete(recs, k)
+		retired++
+		k.gen = retired
+		recs[k] = r
+		soft(n, "destroy", n.Engine.Destroy(f.Now, id))
+	}
+	if opts.reuseIDs { // half the IDs entering TimeWait are destroyed there
+		reuse.onTimeWait = func(n *Node, id engine.ID) {
+			if rng.IntN(2) == 0 {
+				return
+			}
+			epoch := n.Restarts
+			at(0, func() {
+				if !n.Crashed && n.Restarts == epoch {
+					destroyEarly(n, id)
+				}
+			})
+		}
+	}
 
 	// Per-node passive behaviour.
 	type passive struct {
@@ -161,7 +211,7 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 	pol := make([]passive, nodes)
 	for i, n := range f.Nodes {
 		pol[i] = passive{rejectProb: []float64{0, 0, 0.1, 0.5}[rng.IntN(4)]}
-		if rng.IntN(4) == 0 { // slow accept: duplicate REQs meet the armed MRA
+		if rng.IntN(4) == 0 || opts.mraStorm { // slow accept: duplicate REQs meet the armed MRA
 			pol[i].acceptDelay = time.Duration(rng.IntN(9000)) * time.Millisecond
 		}
 		if _, err := n.Engine.Listen(f.Now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port}); err != nil {
@@ -172,6 +222,10 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 	onEvent = func(n *Node, ev *engine.Event) {
 		r := rec(n, ev.ID)
 		r.events = append(r.events, ev.Type)
+		if r.active && (ev.Type == engine.EventReqError || ev.Type == engine.EventConnectReply || ev.Type == engine.EventRejected) &&
+			r.outcomeAt.Equal(Epoch) {
+			r.outcomeAt = f.Now
+		}
 		e := n.Engine
 		epoch := n.Restarts
 		alive := func() bool { return !n.Crashed && n.Restarts == epoch }
@@ -182,6 +236,9 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 			r.peerID = engine.ID(ev.Conn.RemoteCommID)
 			p := pol[n.Index]
 			id, ece := ev.ID, ev.ECE
+			if opts.mraStorm && rng.IntN(2) == 0 { // an explicit MRA first
+				soft(n, "mra", e.MRA(f.Now, id, uint8(16+rng.IntN(mraStormMaxTimeout-15)), nil))
+			}
 			do := func() {
 				if !alive() {
 					return
@@ -210,7 +267,7 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 				}
 				if err := e.Establish(f.Now, id, nil); err == nil {
 					r.established = true
-					scheduleDisconnect(f, rng, n, id, r, at, soft, alive)
+					scheduleDisconnect(f, rng, n, id, r, at, soft, alive, opts.crossDREQ)
 				} else {
 					soft(n, "establish", err)
 				}
@@ -222,8 +279,17 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 			}
 		case engine.EventEstablished:
 			r.established = true
-			if !r.active && rng.IntN(3) == 0 { // the passive side hangs up
-				scheduleDisconnect(f, rng, n, ev.ID, r, at, soft, alive)
+			if !r.active && (rng.IntN(3) == 0 || opts.crossDREQ) { // the passive side hangs up
+				scheduleDisconnect(f, rng, n, ev.ID, r, at, soft, alive, opts.crossDREQ)
+			}
+		case engine.EventRejected, engine.EventReqError, engine.EventRepError, engine.EventTimewaitExit:
+			if opts.reuseIDs { // finished: destroy it, its ID comes free
+				id := ev.ID
+				at(0, func() {
+					if alive() && rec(n, id) == r {
+						destroyEarly(n, id)
+					}
+				})
 			}
 		case engine.EventDreqError:
 			for k, o := range recs {
@@ -251,6 +317,9 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 			f.Errors = append(f.Errors, fmt.Errorf("malformed MAD on the wire: %w", err))
 			return Drop
 		}
+		if opts.mraStorm || opts.dupREQ {
+			injectCopies(f, rng, opts, from, to, m, v, at, &res)
+		}
 		switch v := v.(type) {
 		case mad.MRAView:
 			res.MRAs++
@@ -263,27 +332,35 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 	}
 
 	// Connects at random times between random pairs.
-	k := 1 + rng.IntN(4)
+	k, spread := 1+rng.IntN(4), 100
+	if opts.reuseIDs { // more IDs over a longer time: freed IDs come round again
+		k, spread = 4+rng.IntN(8), 8000
+	}
 	for range k {
 		i := rng.IntN(nodes)
 		j := (i + 1 + rng.IntN(nodes-1)) % nodes
-		at(time.Duration(rng.IntN(100))*time.Millisecond, func() {
+		at(time.Duration(rng.IntN(spread))*time.Millisecond, func() {
 			n := f.Nodes[i]
 			if n.Crashed {
 				return
 			}
 			id, err := f.Connect(i, j, port)
+			if opts.reuseIDs && errors.Is(err, engine.ErrNoResources) {
+				res.NoFreeIDs++ // every ID of the small space held: refused cleanly
+				return
+			}
 			if err != nil {
 				f.Errors = append(f.Errors, fmt.Errorf("connect: %w", err))
 				return
 			}
 			r := rec(n, id)
 			r.active, r.requested, r.peer = true, true, j
+			r.connectAt, r.outcomeAt = f.Now, Epoch
 			res.Connects++
 		})
 	}
 	// Crashes and partitions.
-	if rng.IntN(10) == 0 {
+	if rng.IntN(10) == 0 || opts.reuseIDs {
 		i := rng.IntN(nodes)
 		at(time.Duration(rng.IntN(200))*time.Millisecond, func() {
 			for k, r := range recs {
@@ -297,7 +374,11 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 			f.Crash(i)
 			res.Crashes++
 			at(time.Duration(rng.IntN(300))*time.Millisecond, func() {
-				f.Restart(i)
+				if opts.reuseIDs {
+					f.RestartSameIDs(i)
+				} else {
+					f.Restart(i)
+				}
 				f.Nodes[i].OnEvent = onEvent
 				if _, err := f.Nodes[i].Engine.Listen(f.Now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port}); err != nil {
 					f.Errors = append(f.Errors, err)
@@ -363,7 +444,7 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 	// Destroy everything, let TimeWait run out: nothing may be left.
 	for key := range recs {
 		n := f.Nodes[key.node]
-		if n.Crashed || key.epoch != n.Restarts {
+		if n.Crashed || key.epoch != n.Restarts || key.gen != 0 {
 			continue
 		}
 		if _, ok := n.Engine.State(key.id); ok {
@@ -392,17 +473,36 @@ func runScenario(seed uint64, trace func(string)) (res scenarioResult, err error
 	if err := f.Err(); err != nil {
 		return res, err
 	}
+	if reuse != nil {
+		if err := reuse.err(); err != nil {
+			return res, err
+		}
+	}
+	if opts.mraStorm {
+		// However many MRAs arrive, a connect ends within MaxCMRetries+1
+		// waits of the longest MRA service timeout plus the ACK timeout.
+		bound := 16*(time.Millisecond<<(mraStormMaxTimeout-8)+2048*time.Millisecond) + time.Minute
+		for _, r := range recs {
+			if r.active && !r.exempt && !r.outcomeAt.Equal(Epoch) && r.outcomeAt.Sub(r.connectAt) > bound {
+				return res, fmt.Errorf("connect took %v to end under an MRA storm, bound %v", r.outcomeAt.Sub(r.connectAt), bound)
+			}
+		}
+	}
 	res.Delivered, res.Lost = f.Delivered, f.Dropped
 	return res, nil
 }
 
 func scheduleDisconnect(f *Fabric, rng *rand.Rand, n *Node, id engine.ID, r *connRec,
-	at func(time.Duration, func()), soft func(*Node, string, error), alive func() bool) {
+	at func(time.Duration, func()), soft func(*Node, string, error), alive func() bool, now bool) {
 	if r.disconnect {
 		return
 	}
 	r.disconnect = true
-	at(time.Duration(rng.IntN(50))*time.Millisecond, func() {
+	d := time.Duration(rng.IntN(50)) * time.Millisecond
+	if now { // both sides hang up at once: the DREQs cross
+		d = 0
+	}
+	at(d, func() {
 		if alive() {
 			soft(n, "disconnect", n.Engine.Disconnect(f.Now, id, nil))
 		}
@@ -473,7 +573,7 @@ func checkOutcome(r *connRec, res *scenarioResult) error {
 		if has(engine.EventDreqError) {
 			res.DreqErrors++
 		}
-		if !has(engine.EventTimewaitExit) {
+		if !has(engine.EventTimewaitExit) && !r.destroyedEarly {
 			return fmt.Errorf("established connection never left TimeWait")
 		}
 	}
