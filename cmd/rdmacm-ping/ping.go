@@ -407,7 +407,7 @@ func (pc *pingConn) runClient(ctx context.Context) (*rttStats, error) {
 		stats.add(time.Since(t0))
 		rb := pc.rdmaBuf.Bytes()
 		if cfg.validate && !bytes.Equal(sb, rb) {
-			return stats, errors.New("data mismatch!")
+			return stats, errors.New("data mismatch") // rping: "data mismatch!"
 		}
 		if cfg.verbose {
 			fmt.Printf("ping data: %s\n", cString(rb))
@@ -514,7 +514,7 @@ func (a *app) serve(ctx context.Context, id *cm.ID) error {
 	defer cancel2()
 	discErr := id.Disconnect(dc)
 	a.dbg("served %d pings", n)
-	if runErr != nil && !errors.Is(runErr, errDisconnected) {
+	if !errors.Is(runErr, errDisconnected) {
 		return runErr
 	}
 	if errors.Is(discErr, cm.ErrClosed) {
