@@ -73,10 +73,25 @@ type Engine struct {
 	}
 }
 
-// Stats counts what the engine dropped or answered without an ID.
+// Stats counts what the engine received, dropped or answered without an
+// ID.
 type Stats struct {
-	// Malformed counts MADs Parse refused.
+	// Received counts every MAD given to Receive.
+	Received uint64
+	// Malformed counts MADs Parse refused; the Bad* counters split it by
+	// reason, and their sum is Malformed.
 	Malformed uint64
+	// BadLength: shorter than 256 bytes (mad.ErrShortBuffer).
+	BadLength uint64
+	// BadVersion: base version, management class or class version
+	// (mad.ErrBadBaseVersion, ErrWrongClass, ErrBadClassVersion).
+	BadVersion uint64
+	// BadAttribute: unknown attribute or a method it does not allow
+	// (mad.ErrUnknownAttribute, ErrBadMethod).
+	BadAttribute uint64
+	// BadField: an impossible field value (reserved transport type,
+	// reserved MessageMRAed, and any other field error).
+	BadField uint64
 	// Dropped counts MADs that matched no ID or arrived in a state that
 	// ignores them (the kernel's cm_rx_duplicates and silent drops).
 	Dropped uint64

@@ -100,6 +100,11 @@ func FuzzReceive(f *testing.F) {
 			}
 			w.collect(a) // checks invariants and every MAD sent
 			w.collect(b)
+			for _, n := range []*node{a, b} {
+				if s := n.e.Stats(); s.Malformed != s.BadLength+s.BadVersion+s.BadAttribute+s.BadField || s.Malformed > s.Received {
+					t.Fatalf("%s: inconsistent stats %+v", n.name, s)
+				}
+			}
 		}
 		w.advance(10 * time.Minute) // every timer fires; still consistent
 	})

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"time"
 
 	"github.com/go-rdma/rdmacm/mad"
@@ -12,9 +13,10 @@ import (
 // the engine does not keep it. Malformed MADs are counted and dropped.
 func (e *Engine) Receive(now time.Time, from Addr, b []byte) {
 	e.setNow(now)
+	e.stats.Received++
 	v, err := mad.Parse(b)
 	if err != nil {
-		e.stats.Malformed++
+		e.countMalformed(err)
 		return
 	}
 	switch v := v.(type) {
@@ -43,5 +45,19 @@ func (e *Engine) Receive(now time.Time, from Addr, b []byte) {
 	default:
 		// ClassPortInfo: Linux's CM registers only Send and drops it.
 		e.stats.Dropped++
+	}
+}
+
+func (e *Engine) countMalformed(err error) {
+	e.stats.Malformed++
+	switch {
+	case errors.Is(err, mad.ErrShortBuffer):
+		e.stats.BadLength++
+	case errors.Is(err, mad.ErrBadBaseVersion), errors.Is(err, mad.ErrWrongClass), errors.Is(err, mad.ErrBadClassVersion):
+		e.stats.BadVersion++
+	case errors.Is(err, mad.ErrUnknownAttribute), errors.Is(err, mad.ErrBadMethod):
+		e.stats.BadAttribute++
+	default:
+		e.stats.BadField++
 	}
 }
