@@ -527,7 +527,15 @@ func TestKernelUDSIDR(t *testing.T) {
 	pid := ev.ID
 	ev.Ack()
 	defer pid.Destroy()
-	if err := pid.Accept(ctx, &ConnParam{QPNum: 0x123, QKey: 0}); err != nil {
+	// A library UD QP: CreateQP moves it to RTS at once (ucma_init_ud_qp).
+	uq, err := pid.CreateQP(QPInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := uq.Verbs.State(); st.String() != "RTS" {
+		t.Fatalf("library UD QP in %v, want RTS", st)
+	}
+	if err := pid.Accept(ctx, &ConnParam{QKey: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if pid.State() != StateEstablished {
@@ -538,8 +546,8 @@ func TestKernelUDSIDR(t *testing.T) {
 	}
 	ud := id.UDParam()
 	t.Logf("SIDR answer: QPN %#x QKey %#x AH %+v", ud.QPNum, ud.QKey, ud.AH)
-	if ud.QPNum != 0x123 || ud.QKey != 0x01234567 {
-		t.Fatalf("UD param QPN %#x QKey %#x, want 0x123 and RDMA_UDP_QKEY", ud.QPNum, ud.QKey)
+	if ud.QPNum != uq.QPN() || ud.QKey != 0x01234567 {
+		t.Fatalf("UD param QPN %#x QKey %#x, want the server's QP %#x and RDMA_UDP_QKEY", ud.QPNum, ud.QKey, uq.QPN())
 	}
 	if !ud.AH.IsGlobal {
 		t.Fatalf("RoCE AH without GRH: %+v", ud.AH)
