@@ -1,0 +1,55 @@
+// Package cm is an RDMA connection manager with the rdma_cm(7) model:
+// event channels, IDs in a port space, address and route resolution,
+// listen/connect/accept/reject/disconnect, and Enhanced Connection
+// Establishment (ECE). It is pure Go: the kernel backend speaks the rdma_cm
+// user ABI (/dev/infiniband/rdma_cm, ucma ABI 4) directly, and QPs come
+// from package uverbs. A user-space CM engine (cm/engine) is to plug in as
+// a second backend behind the same API (Options.Backend).
+//
+// # Use
+//
+//  1. Open a Channel. Its fd is non-blocking and lives in Go's netpoller;
+//     each wake-up drains it until EAGAIN. Close destroys the channel's IDs
+//     and interrupts every waiter.
+//  2. CreateID in a port space. A synchronous ID (IDOptions.Sync, like an
+//     rdma_cm_id without a channel) makes ResolveAddr, ResolveRoute,
+//     Connect, Accept, Disconnect and GetRequest wait for their completion
+//     event, and hands its other events to ID.GetEvent. An asynchronous
+//     ID's calls return once issued; its events come from
+//     Channel.GetEvent.
+//  3. Every event returned by GetEvent is the caller's until Ack; its
+//     private data must not be used after Ack. A CONNECT_REQUEST event's
+//     ID is the new passive ID (Event.Listener is the listener).
+//  4. For data, give the ID a QP: CreateQP (the library moves it through
+//     INIT, RTR and RTS, as rdma_create_qp does) or an application QP,
+//     moved with InitQPAttr and passed by number in ConnParam.QPNum.
+//  5. Destroy IDs when done.
+//
+// # ECE
+//
+// SetLocalECE, RemoteECE, RejectECE and the ECE carried by Connect and
+// Accept follow librdmacm (rdma_set_local_ece(3), rdma_get_remote_ece(3),
+// rdma_reject_ece(3)); a library QP handles ECE by itself. On top of that,
+// one state machine for every backend orders the exchange: the local ECE
+// cannot change once the REQ or REP carrying it has left (*ECEOrderError),
+// and an application QP must answer a REQ's ECE offer before Accept
+// (*ECEUnansweredError) or decline it (ConnParam.DeclineECE). The state
+// diagram is in docs/ece-state.md.
+//
+// # Errors
+//
+// Errors wrap the kernel's errno and one of a few sentinels: ErrNoDevice,
+// ErrNoRoute (the destination does not route over an RDMA device),
+// ErrTimeout, ErrRejected (a *RejectError with the REJ reason and its
+// name), ErrInvalidState, ErrECEOrder, ErrNotSupported, ErrClosed. Match
+// them with errors.Is and errors.As.
+//
+// # Not ported
+//
+// Migrating an ID between channels (rdma_migrate_id), the AF_IB address
+// family and rdma_getaddrinfo, setting an IB path record
+// (RDMA_OPTION_IB_PATH), the IP-only QUERY_ROUTE command (QUERY ADDR and
+// PATH are used), SRQs and XRC on library QPs, rdma_create_ep and the
+// rdma_verbs.h helpers, and attaching a library QP to a joined multicast
+// group (attach it with the verbs layer using Multicast.AH).
+package cm
