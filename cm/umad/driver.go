@@ -42,6 +42,17 @@ type Driver struct {
 	// SendErrors counts MADs the transport failed to send (the engine's
 	// retransmissions cover them).
 	SendErrors atomic.Uint64
+	// Received counts MADs the transport delivered; Short counts those
+	// shorter than 256 bytes, dropped before the engine (which counts
+	// the rest in engine.Stats).
+	Received, Short atomic.Uint64
+}
+
+// Stats returns the engine's counters.
+func (d *Driver) Stats() engine.Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.e.Stats()
 }
 
 // NewDriver returns a driver for e on t. Call Run to receive.
@@ -79,7 +90,10 @@ func (d *Driver) Run(ctx context.Context) error {
 			continue
 		case err != nil:
 			return err
-		case n < mad.MADSize:
+		}
+		d.Received.Add(1)
+		if n < mad.MADSize {
+			d.Short.Add(1)
 			continue
 		}
 		_ = d.Do(func(e *engine.Engine, now time.Time) error {

@@ -95,7 +95,13 @@ type guestCM struct {
 	peer   mad.GID
 }
 
-func startGuestCM(t *testing.T, ctx context.Context) *guestCM {
+// guestOpts adjusts startGuestCM: wrap the transport, change the config.
+type guestOpts struct {
+	wrap func(Transport) Transport
+	cfg  func(*engine.Config)
+}
+
+func startGuestCM(t *testing.T, ctx context.Context, opts ...guestOpts) *guestCM {
 	t.Helper()
 	dev, err := FindDevice("rxe0", 1)
 	if err != nil {
@@ -117,11 +123,23 @@ func startGuestCM(t *testing.T, ctx context.Context) *guestCM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{CAGUID: guid, Source: NewRandomSource(0), ACKDelay: 15})
+	cfg := engine.Config{CAGUID: guid, Source: NewRandomSource(0), ACKDelay: 15}
+	for _, o := range opts {
+		if o.cfg != nil {
+			o.cfg(&cfg)
+		}
+	}
+	e, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &guestCM{d: NewDriver(e, p), events: make(chan engine.Event, 64), gid: gid, gidIdx: idx,
+	var tr Transport = p
+	for _, o := range opts {
+		if o.wrap != nil {
+			tr = o.wrap(tr)
+		}
+	}
+	g := &guestCM{d: NewDriver(e, tr), events: make(chan engine.Event, 64), gid: gid, gidIdx: idx,
 		peer: mad.GIDFromAddr(netip.MustParseAddr(guest.Peer().Addr))}
 	g.d.OnEvent = func(ev engine.Event) { g.events <- ev }
 	go g.d.Run(ctx)

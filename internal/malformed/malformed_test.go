@@ -1,0 +1,57 @@
+package malformed
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+
+	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/mad/roce"
+)
+
+// TestUDPPayloadICRC rebuilds the IPv4 and UDP headers a Linux sender
+// writes for the payload (DF, ID 0, TTL 64, UDP checksum set) and checks
+// that roce decodes it with a valid ICRC, GSI addressing and the payload.
+func TestUDPPayloadICRC(t *testing.T) {
+	src := netip.MustParseAddrPort("192.0.2.2:40123")
+	dst := netip.MustParseAddrPort("192.0.2.1:4791")
+	for _, c := range Cases(1, 11) {
+		p, err := UDPPayload(c.Payload, src, dst, 7)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		ip := []byte{0x45, 0x00, 0, 0, 0, 0, 0x40, 0x00, 64, 17, 0, 0, 192, 0, 2, 2, 192, 0, 2, 1}
+		n := 20 + 8 + len(p)
+		ip[2], ip[3] = byte(n>>8), byte(n)
+		udp := []byte{byte(src.Port() >> 8), byte(src.Port()), 0x12, 0xb7, byte((8 + len(p)) >> 8), byte(8 + len(p)), 0xab, 0xcd}
+		pkt, err := roce.DecodeIP(append(append(ip, udp...), p...))
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if err := pkt.CheckICRC(); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+		d, _ := pkt.DETH()
+		if pkt.BTH().DestQP() != 1 || pkt.BTH().PKey() != 0xffff || d.QKey() != 0x80010000 || d.SrcQP() != 1 || pkt.BTH().Opcode() != roce.OpcodeUDSendOnly {
+			t.Errorf("%s: BTH/DETH %x", c.Name, p[:20])
+		}
+		if !bytes.Equal(pkt.Payload(), c.Payload) {
+			t.Errorf("%s: payload changed", c.Name)
+		}
+	}
+}
+
+// TestCasesAreMalformedOrUnexpected: the full-size cases that parse are
+// the ones meant to (unknown IDs, unknown service, LAP); the others fail
+// mad.Parse.
+func TestCasesAreMalformedOrUnexpected(t *testing.T) {
+	parses := map[string]bool{"req-unknown-service": true, "rtu-unknown-id": true, "rep-unknown-id": true, "rej-unknown-id": true,
+		"mra-unknown-id": true, "dreq-unknown-id": true, "drep-unknown-id": true, "dreq-reserved-bits": true,
+		"sidr-req-unknown-service": true, "lap": true, "req-impossible-fields": true, "oversized-512": true}
+	for _, c := range Cases(1, 0) {
+		_, err := mad.Parse(c.Payload)
+		if (err == nil) != parses[c.Name] {
+			t.Errorf("%s: Parse error %v", c.Name, err)
+		}
+	}
+}
