@@ -177,9 +177,16 @@ func TestGuestAgainstIbvRcPingpong(t *testing.T) {
 // messages and 1,000 iterations, alternating A B A B: each of b.N rounds
 // runs A then B for both sizes. The metrics are the clients' usec/iter
 // (median and minimum over the rounds) and the ratios B/A of both; every
-// run is also printed on stderr.
+// run is also printed on stderr. Sub-benchmark poll is the programs'
+// default (busy polling the CQ); events adds -e (sleep on the completion
+// channel).
 func BenchmarkGuestPingPong(b *testing.B) {
 	guest.Require(b)
+	b.Run("poll", func(b *testing.B) { benchPingPong(b, "") })
+	b.Run("events", func(b *testing.B) { benchPingPong(b, " -e") })
+}
+
+func benchPingPong(b *testing.B, extra string) {
 	ga := gidIndex(b, guest.Local(), guest.Local().Addr)
 	gb := gidIndex(b, guest.Peer(), guest.Peer().Addr)
 	sizes := []int{64, 4096}
@@ -188,7 +195,7 @@ func BenchmarkGuestPingPong(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for _, size := range sizes {
 			for _, goImpl := range []bool{false, true} {
-				common := fmt.Sprintf("-d rxe0 -n 1000 -s %d", size)
+				common := fmt.Sprintf("-d rxe0 -n 1000 -s %d%s", size, extra)
 				port++
 				_, cli := pair(b, side{goImpl, fmt.Sprintf("%s -g %d", common, gb)}, side{goImpl, fmt.Sprintf("%s -g %d", common, ga)}, port)
 				m := usecRe.FindStringSubmatch(cli)
@@ -198,7 +205,7 @@ func BenchmarkGuestPingPong(b *testing.B) {
 				us, _ := strconv.ParseFloat(m[3], 64)
 				key := fmt.Sprintf("%s-%dB", map[bool]string{false: "C", true: "Go"}[goImpl], size)
 				runs[key] = append(runs[key], us)
-				fmt.Fprintf(os.Stderr, "bench N=%d round %d %s: %.2f usec/iter\n", b.N, i+1, key, us)
+				fmt.Fprintf(os.Stderr, "bench %s N=%d round %d %s: %.2f usec/iter\n", b.Name(), b.N, i+1, key, us)
 			}
 		}
 	}
