@@ -8,7 +8,7 @@ FUZZTIME ?= 5s
 QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/...
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
-.PHONY: all build test unit lint vet staticcheck vulncheck fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
+.PHONY: bench-vm all build test unit lint vet staticcheck vulncheck fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
 
 all: build
 
@@ -61,16 +61,22 @@ qemu-user: deps
 # Real-kernel tests in QEMU soft-RoCE guests (see docs/testing.md). VMTEST=1
 # is set on these lines only: host-driven tests in internal/vmtest, then the
 # packages whose test binaries run inside guest a (go test -exec vmexec).
-VMEXEC_PKGS ?= ./internal/vmtest/guest/
+VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./cm/
 # Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
 # so that our CM engine owns the CM class over umad.
 VMEXEC_NOCM_PKGS ?= ./cm/umad/
 vmtest: deps
 	$(GO) run ./internal/vmtest/cmd/vmtest prepare
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
+	VMTEST=1 $(GO) test -count=1 -timeout 20m -v ./cmd/rdmacm-ping/
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./internal/vmtest/cmd/vmexec
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
+
+# Connection setup, side by side with librdmacm's cmtime in the same guests
+# (BENCH_ROUNDS, BENCH_CONNS tune it; see docs/benchmarks.md).
+bench-vm: deps
+	VMTEST=1 $(GO) test -run '^$$' -bench CmtimeVM -benchtime 1x -timeout 40m ./cmd/rdmacm-ping/
 
 demo: deps
 	@echo "demo: not wired yet"; exit 1
