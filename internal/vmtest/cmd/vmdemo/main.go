@@ -102,7 +102,7 @@ func run(ctx context.Context, out io.Writer) error {
 	show("Go server      ", grep(srvOut, `rejected`), out)
 	show("C client saw   ", grep(cliOut, `REJECTED`), out)
 
-	say("\n== Done: Go and C peers interoperate over the real kernel CM. Last exchange's remote ECE values:")
+	say("\n== Done: Go and C peers interoperate over the real kernel CM. remote ECE values from step 4:")
 	for _, l := range eceLines {
 		say("   %s", l)
 	}
