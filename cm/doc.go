@@ -34,7 +34,7 @@
 // cannot change once the REQ or REP carrying it has left (*ECEOrderError),
 // and an application QP must answer a REQ's ECE offer before Accept
 // (*ECEUnansweredError) or decline it (ConnParam.DeclineECE). The state
-// diagram is in docs/ece-state.md.
+// diagram is in docs/ece.md.
 //
 // # Errors
 //

@@ -9,7 +9,7 @@ import (
 // State is an ID's connection-manager state as this package tracks it. It
 // follows the kernel rdma_cm states (drivers/infiniband/core/cma.c) where
 // they exist and splits CONNECT into its active and passive halves, which
-// is where the ECE ordering rules live (see docs/ece-state.md).
+// is where the ECE ordering rules live (see docs/ece.md).
 type State uint8
 
 const (

@@ -16,7 +16,7 @@ import (
 // The specification of the ID state machine: every edge, for operations
 // and events. TestStateMachineEveryEdge checks the implementation against
 // it for every (state, input) pair, including the pairs that are not
-// edges; TestStateDiagramMatchesSpec checks that docs/ece-state.md draws
+// edges; TestStateDiagramMatchesSpec checks that docs/ece.md draws
 // exactly these edges.
 
 type edge struct{ from, to State }
@@ -494,10 +494,10 @@ func TestDisconnectAwait(t *testing.T) {
 }
 
 // TestStateDiagramMatchesSpec checks that the mermaid diagram in
-// docs/ece-state.md has exactly the edges of opEdges and eventEdges
+// docs/ece.md has exactly the edges of opEdges and eventEdges
 // (self-loops of SetLocalECE and CreateQP are drawn as notes, not edges).
 func TestStateDiagramMatchesSpec(t *testing.T) {
-	f, err := os.Open("../docs/ece-state.md")
+	f, err := os.Open("../docs/ece.md")
 	if errors.Is(err, os.ErrNotExist) && os.Getenv("VMTEST_GUEST") != "" {
 		t.Skip("the docs are not copied into the guests; this check runs on the host")
 	}
@@ -551,12 +551,12 @@ func TestStateDiagramMatchesSpec(t *testing.T) {
 	}
 	for k := range want {
 		if !drawn[k] {
-			t.Errorf("docs/ece-state.md lacks edge %q", k)
+			t.Errorf("docs/ece.md lacks edge %q", k)
 		}
 	}
 	for k := range drawn {
 		if !want[k] && !strings.Contains(k, "Destroy") && !strings.Contains(k, "[*]") {
-			t.Errorf("docs/ece-state.md draws %q, which the state machine does not have", k)
+			t.Errorf("docs/ece.md draws %q, which the state machine does not have", k)
 		}
 	}
 }
