@@ -49,8 +49,20 @@ func TestMalformedSenderHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	n, err := s.SendAll(netip.AddrPortFrom(dst, roce.UDPPort),
-		malformed.Cases(1, malformedRandom), malformedRounds, 2*time.Millisecond)
+	to := netip.AddrPortFrom(dst, roce.UDPPort)
+	if os.Getenv(malformedEnv+"_MODE") == "oversized" {
+		if err := s.Send(to, malformed.Oversized()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		n, err := s.SendAll(to, []malformed.Case{followUp()}, malformedRounds, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("SENT %d", n+1)
+		return
+	}
+	n, err := s.SendAll(to, malformed.Cases(1, malformedRandom), malformedRounds, 2*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +98,7 @@ func TestGuestMalformedMADs(t *testing.T) {
 	rec := &recorder{}
 	g := startGuestCM(t, ctx, guestOpts{wrap: func(tr Transport) Transport { rec.Transport = tr; return rec }})
 	cases := malformed.Cases(1, malformedRandom)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := guest.Peer().Run(ctx, fmt.Sprintf("%[1]s=1 %[1]s_SRC=%[2]s %[1]s_DST=%[3]s %[4]s -test.run '^TestMalformedSenderHelper$' -test.v",
-		malformedEnv, guest.Peer().Addr, guest.Local().Addr, exe))
+	res, err := runSender(ctx, "cases")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,21 +116,23 @@ func TestGuestMalformedMADs(t *testing.T) {
 	reached := map[string]int{}
 	unmatched := 0
 	for _, m := range got {
-		found := false
-		for _, c := range cases {
-			p := c.Payload
-			if len(p) > len(m) {
-				p = p[:len(m)]
-			}
-			if len(p) >= 4 && bytes.Equal(m[:len(p)], p) && (len(c.Payload) >= len(m) || allZero(m[len(c.Payload):])) {
-				reached[c.Name]++
-				found = true
+		name := ""
+		for _, c := range cases { // a full-size case, byte for byte
+			if bytes.Equal(m, c.Payload) {
+				name = c.Name
 				break
 			}
 		}
-		if !found {
-			unmatched++
+		for _, c := range cases { // else a short one, zero-padded
+			if name == "" && len(c.Payload) < len(m) && bytes.Equal(m[:len(c.Payload)], c.Payload) && allZero(m[len(c.Payload):]) {
+				name = c.Name
+			}
 		}
+		if name == "" {
+			unmatched++
+			continue
+		}
+		reached[name]++
 	}
 	var dropped, kernelReached []string
 	for _, c := range cases {
@@ -263,7 +272,7 @@ func waitAny(t *testing.T, ctx context.Context, g *guestCM, want ...engine.Event
 
 // TestGuestPeerKilledMidHandshake: rping -c in guest b sends its REQ and
 // is killed by SIGKILL before we answer. Closing its rdma_cm ID makes b's
-// kernel CM send REJ (reason 1, timeout) for a connection in REQ_SENT
+// kernel CM send REJ (reason 4, timeout) for a connection in REQ_SENT
 // (cm_destroy_id); the engine reports REJECTED and, once destroyed, holds
 // nothing but the listener.
 func TestGuestPeerKilledMidHandshake(t *testing.T) {
@@ -284,7 +293,7 @@ func TestGuestPeerKilledMidHandshake(t *testing.T) {
 	killPeer(t, ctx, port)
 	ev := waitAny(t, ctx, g, engine.EventRejected)
 	if ev.ID != req.ID || ev.Reason != mad.RejectTimeout {
-		t.Errorf("REJECTED %v reason %d, want ID %v reason 1 (timeout)", ev.ID, ev.Reason, req.ID)
+		t.Errorf("REJECTED %v reason %d, want ID %v reason 4 (timeout)", ev.ID, ev.Reason, req.ID)
 	}
 	_ = g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Destroy(now, req.ID) })
 	waitLen(t, ctx, g, 1)
@@ -365,4 +374,62 @@ func TestGuestUnreachablePeer(t *testing.T) {
 	t.Logf("REQ_ERROR after %v; retransmits %d, send errors %d", took, st.Retransmits, g.d.SendErrors.Load())
 	_ = g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Destroy(now, id) })
 	waitLen(t, ctx, g, 0)
+}
+
+// runSender runs TestMalformedSenderHelper on guest b in the given mode.
+func runSender(ctx context.Context, mode string) (*guest.Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return guest.Peer().Run(ctx, fmt.Sprintf("%[1]s=1 %[1]s_MODE=%[2]s %[1]s_SRC=%[3]s %[1]s_DST=%[4]s %[5]s -test.run '^TestMalformedSenderHelper$' -test.v",
+		malformedEnv, mode, guest.Peer().Addr, guest.Local().Addr, exe))
+}
+
+// followUp is a well-formed DREQ for an unknown ID: it reaches the agent
+// on a healthy GSI and draws a DREP.
+func followUp() malformed.Case {
+	for _, c := range malformed.Cases(1, 0) {
+		if c.Name == "dreq-unknown-id" {
+			return c
+		}
+	}
+	panic("no dreq-unknown-id case")
+}
+
+// TestGuestOversizedMAD runs last: guest b sends one UD SEND to QP 1 with a
+// 512-byte payload, longer than the GSI receive buffers, then well-formed
+// DREQs. The oversized one must not reach the engine; whether the DREQs
+// still do is the kernel's business (rxe completes the receive in error,
+// ib_mad does not repost after an error completion) and is logged.
+func TestGuestOversizedMAD(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	needNoKernelCM(t, ctx)
+	rec := &recorder{}
+	g := startGuestCM(t, ctx, guestOpts{wrap: func(tr Transport) Transport { rec.Transport = tr; return rec }})
+	res, err := runSender(ctx, "oversized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, fmt.Sprintf("SENT %d", malformedRounds+1)) {
+		t.Fatalf("sender on guest b: exit %d\n%s\n%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	time.Sleep(2 * time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	followUps := 0
+	for _, m := range rec.got {
+		if bytes.Equal(m, malformed.Oversized().Payload[:len(m)]) && len(m) > mad.MADSize {
+			t.Errorf("the oversized MAD reached the engine (%d bytes)", len(m))
+		}
+		if bytes.Equal(m, followUp().Payload) {
+			followUps++
+		}
+	}
+	st := g.d.Stats()
+	t.Logf("OVERSIZED-RESULT received=%d follow-up DREQs reached=%d of %d engine=%+v", g.d.Received.Load(), followUps, malformedRounds, st)
+	if err := g.d.Do(func(e *engine.Engine, _ time.Time) error { return e.CheckInvariants() }); err != nil {
+		t.Fatal(err)
+	}
 }
