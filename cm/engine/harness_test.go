@@ -85,13 +85,6 @@ func newWire(t *testing.T) (*wire, *node, *node) {
 	return w, a, b
 }
 
-func (w *wire) other(n *node) *node {
-	if n == w.nodes[0] {
-		return w.nodes[1]
-	}
-	return w.nodes[0]
-}
-
 func (n *node) path(to *node) engine.Path {
 	return engine.Path{Port: 1, PKey: 0xffff, SGID: n.gid, DGID: to.gid, HopLimit: 64,
 		MTU: mad.MTU1024, PacketLifeTime: rocePLT, RoCE: true}

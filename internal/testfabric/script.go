@@ -92,7 +92,6 @@ type Script struct {
 	last    []engine.ID // last ID an event named, per node
 	lastReq []engine.ID
 	timed   bool
-	start   time.Time
 	lastMAD map[mad.AttributeID]packet
 }
 
@@ -289,7 +288,7 @@ func (s *Script) exec(cmd string, pos []string, args map[string]string) error {
 		return nil
 	case "policy":
 		if len(pos) < 1 {
-			return fmt.Errorf("policy <node> flags...")
+			return fmt.Errorf("usage: policy <node> flags")
 		}
 		i, err := s.node(pos[0])
 		if err != nil {

@@ -218,8 +218,7 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 			return res, err
 		}
 	}
-	var onEvent func(n *Node, ev *engine.Event)
-	onEvent = func(n *Node, ev *engine.Event) {
+	onEvent := func(n *Node, ev *engine.Event) {
 		r := rec(n, ev.ID)
 		r.events = append(r.events, ev.Type)
 		if r.active && (ev.Type == engine.EventReqError || ev.Type == engine.EventConnectReply || ev.Type == engine.EventRejected) &&
