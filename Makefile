@@ -5,7 +5,7 @@ GO       ?= go
 FUZZTIME ?= 5s
 # Packages whose tests must pass on foreign architectures under qemu-user
 # (the wire is big-endian; s390x is a big-endian host).
-QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/...
+QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/...
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
 .PHONY: bench-vm all build test unit lint vet staticcheck vulncheck fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
@@ -61,7 +61,7 @@ qemu-user: deps
 # Real-kernel tests in QEMU soft-RoCE guests (see docs/testing.md). VMTEST=1
 # is set on these lines only: host-driven tests in internal/vmtest, then the
 # packages whose test binaries run inside guest a (go test -exec vmexec).
-VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./cm/
+VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/
 # Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
 # so that our CM engine owns the CM class over umad.
 VMEXEC_NOCM_PKGS ?= ./cm/umad/
