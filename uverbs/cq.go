@@ -84,6 +84,7 @@ type CQ struct {
 	cqe     int
 	channel *CompChannel
 	ops     cqOps
+	notify  [2]*abi.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
 	mu      sync.Mutex
 	once    sync.Once
 	err     error
@@ -202,7 +203,26 @@ func (cq *CQ) RequestNotify(solicitedOnly bool) error {
 	if solicitedOnly {
 		req.SolicitedOnly = 1
 	}
-	if err := x.exec(&cmd{num: abi.UverbsCmdReqNotifyCQ, in: abi.Bytes(&req)}); err != nil {
+	var err error
+	if x.invokeWrite {
+		// Re-armed on every event wait: a prebuilt INVOKE_WRITE whose
+		// 8-byte request travels inline, run as a raw (never blocking)
+		// ioctl.
+		cq.mu.Lock()
+		call := cq.notify[req.SolicitedOnly]
+		if call == nil {
+			call = abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+			call.Const(abi.UverbsAttrWriteCmd, uint64(abi.UverbsCmdReqNotifyCQ))
+			call.In(abi.UverbsAttrCoreIn, abi.Bytes(&req))
+			cq.notify[req.SolicitedOnly] = call
+		}
+		x.stats.ioctls.Add(1)
+		err = call.DoRaw(x.fd)
+		cq.mu.Unlock()
+	} else {
+		err = x.exec(&cmd{num: abi.UverbsCmdReqNotifyCQ, in: abi.Bytes(&req)})
+	}
+	if err != nil {
 		return opErr("request CQ notification", x.dev.Name, err)
 	}
 	return nil

@@ -151,6 +151,20 @@ func (c *IoctlCall) Do(fd int) error {
 	return nil
 }
 
+// DoRaw is Do without the runtime's syscall bookkeeping, for calls that
+// never block (the kernel returns at once): the scheduler then has no
+// reason to hand the P to another thread meanwhile. The call can be run
+// again; it must not reference memory that needs pinning.
+func (c *IoctlCall) DoRaw(fd int) error {
+	c.Encoded()
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
+	runtime.KeepAlive(c)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // Pin pins memory referenced by an attribute's payload (for instance the
 // response buffer pointer inside a CORE_IN struct) until Do returns.
 func (c *IoctlCall) Pin(p any) { c.pin.Pin(p) }
