@@ -47,9 +47,12 @@ type cmd struct {
 }
 
 // noMethod reports the errnos that mean "the kernel lacks this ioctl
-// method" (rdma-core cmd_fallback.c).
+// method" (rdma-core cmd_fallback.c): ENOTTY (no ioctl interface),
+// EPROTONOSUPPORT and EOPNOTSUPP (no such method). ENOSYS is added for
+// qemu-user, which answers it for ioctls it does not translate.
 func noMethod(err error) bool {
-	return errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)
+	return errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT) ||
+		errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)
 }
 
 // exec runs c through INVOKE_WRITE when available, else write().
