@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -161,12 +162,44 @@ func (pd *PD) RegMRRange(buf *Buffer, offset, length int, access qp.Access) (*MR
 	req := abi.UverbsRegMR{Start: addr, Length: uint64(length), HCAVa: addr, PDHandle: pd.handle, AccessFlags: uint32(access)}
 	var resp abi.UverbsRegMRResp
 	if err := x.exec(&cmd{num: abi.UverbsCmdRegMR, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp)}); err != nil {
-		return nil, opErr("register MR", x.dev.Name, err)
+		var lim unix.Rlimit
+		known := isPinErrno(err) && unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim) == nil
+		return nil, regMRError(x.dev.Name, uint64(length), err, lim.Cur, known)
 	}
 	buf.regs.Add(1)
 	mr := &MR{pd: pd, buf: buf, handle: resp.MRHandle, LKey: resp.LKey, RKey: resp.RKey, Addr: addr, Length: uint64(length), Access: access}
 	x.mrs[mr] = struct{}{}
 	return mr, nil
+}
+
+// isPinErrno reports the errnos of a registration whose pages could not
+// be pinned: ib_umem_get answers ENOMEM when the process's pinned pages
+// would exceed RLIMIT_MEMLOCK (without CAP_IPC_LOCK), EPERM when that
+// limit is 0 (older kernels' can_do_mlock check), and pinning itself may
+// answer EAGAIN.
+func isPinErrno(err error) bool {
+	return errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EPERM)
+}
+
+// regMRError is the error of a refused REG_MR of length bytes. When the
+// pages could not be pinned and RLIMIT_MEMLOCK (memlock, in bytes; known
+// false if it could not be read) is finite, it says what to raise. The
+// errno stays reachable (errors.Is), and EPERM still matches
+// ErrPermission.
+func regMRError(dev string, length uint64, err error, memlock uint64, known bool) error {
+	if !isPinErrno(err) || !known {
+		return opErr("register MR", dev, err)
+	}
+	if memlock == unix.RLIM_INFINITY {
+		// Not the limit: the memory itself could not be pinned.
+		return &OpError{Op: "register MR", Device: dev,
+			Err: fmt.Errorf("%d bytes: cannot pin memory (RLIMIT_MEMLOCK is unlimited): %w", length, err)}
+	}
+	return &OpError{Op: "register MR", Device: dev, Err: fmt.Errorf(
+		"%d bytes: cannot pin memory: RLIMIT_MEMLOCK is %d bytes (ulimit -l shows %d) and counts every page this process has pinned; "+
+			"raise it (ulimit -l unlimited, LimitMEMLOCK=infinity in a systemd unit, memlock in /etc/security/limits.conf, "+
+			"or docker run --ulimit memlock=-1): %w",
+		length, memlock, memlock/1024, err)}
 }
 
 func bufLen(b *Buffer) int {
