@@ -76,7 +76,7 @@ vmtest: deps
 # Connection setup, side by side with librdmacm's cmtime in the same guests
 # (BENCH_ROUNDS, BENCH_CONNS tune it; see docs/benchmarks.md).
 bench-vm: deps
-	VMTEST=1 $(GO) test -run '^$$' -bench CmtimeVM -benchtime 1x -timeout 40m ./cmd/rdmacm-ping/
+	VMTEST=1 $(GO) test -run '^$$' -bench 'CmtimeVM|CmtimeUserVM' -benchtime 1x -timeout 60m ./cmd/rdmacm-ping/
 
 # The main demo: rdmacm-ping against rping both ways, then ECE against a C
 # librdmacm peer, across two soft-RoCE guests.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 )
@@ -11,8 +12,8 @@ import (
 // Backend names for Open.
 const (
 	BackendKernel = "kernel" // the kernel rdma_cm through /dev/infiniband/rdma_cm
-	BackendUser   = "user"   // the user-space CM engine (not yet wired)
-	BackendAuto   = "auto"   // kernel when available
+	BackendUser   = "user"   // the user-space CM engine (cm/engine) over umad
+	BackendAuto   = "auto"   // kernel where rdma_ucm is loaded, else user, else kernel
 )
 
 // Options configure Open.
@@ -20,6 +21,12 @@ type Options struct {
 	// Backend is BackendKernel, BackendUser or BackendAuto ("" means
 	// auto).
 	Backend string
+	// Trace, when set, receives every CM MAD the user backend sends or
+	// receives as a pcap file (Ethernet RoCEv2 frames: IPv4, UDP 4791,
+	// BTH, DETH, MAD, ICRC), readable by tshark and cmdump. The kernel
+	// backend's MADs are built in the kernel: Open fails there (capture
+	// the wire with tcpdump instead).
+	Trace io.Writer
 }
 
 // Channel is an event channel (struct rdma_event_channel): a connection
@@ -57,10 +64,12 @@ func Open(opts *Options) (*Channel, error) {
 	var b backend
 	var err error
 	switch o.Backend {
-	case BackendKernel, BackendAuto, "":
-		b, err = openKernel()
+	case BackendKernel:
+		b, err = openKernelBackend(&o)
 	case BackendUser:
-		return nil, fmt.Errorf("cm: backend %q: the user-space CM engine is not wired to this API yet: %w", o.Backend, ErrNotSupported)
+		b, err = openUserBackend(&o)
+	case BackendAuto, "":
+		b, err = openAuto(&o)
 	default:
 		return nil, fmt.Errorf("cm: unknown backend %q", o.Backend)
 	}
@@ -81,7 +90,7 @@ func newChannel(b backend) *Channel {
 	}
 }
 
-// Backend names the backend in use ("kernel").
+// Backend names the backend in use ("kernel" or "user").
 func (c *Channel) Backend() string { return c.b.name() }
 
 // Close destroys every ID of the channel and interrupts all waiters.

@@ -25,6 +25,9 @@ var (
 	// ErrNoDevice: no RDMA device serves the address (ENODEV), or the
 	// rdma_cm device is missing (shared with the verbs layer).
 	ErrNoDevice = uverbs.ErrNoDevice
+	// ErrPermission: a device node (/dev/infiniband/rdma_cm, uverbsN)
+	// may not be opened (EACCES, EPERM); shared with the verbs layer.
+	ErrPermission = uverbs.ErrPermission
 	// ErrNoRoute: the address does not route over an RDMA device
 	// (EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL).
 	ErrNoRoute = errors.New("address does not route over RDMA")
@@ -169,3 +172,6 @@ func statusErrno(status int32) unix.Errno {
 	}
 	return unix.Errno(status)
 }
+
+// errKernelTrace: Options.Trace asks for MADs the kernel builds.
+var errKernelTrace = fmt.Errorf("cm: Trace: the kernel backend's MADs are built by the kernel's CM; capture them with tcpdump on the RoCE netdev (udp port 4791): %w", ErrNotSupported)

@@ -58,6 +58,14 @@ func (d *Driver) Stats() engine.Stats {
 // NewDriver returns a driver for e on t. Call Run to receive.
 func NewDriver(e *engine.Engine, t Transport) *Driver { return &Driver{e: e, t: t} }
 
+// Wrap replaces the transport with wrap(transport), to tap or filter it.
+// Call it before Run.
+func (d *Driver) Wrap(wrap func(Transport) Transport) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.t = wrap(d.t)
+}
+
 // Do calls fn with the engine under the driver's lock and the current
 // time, then sends what the engine produced, applies its QP transitions,
 // re-arms the timer and delivers its events.

@@ -32,6 +32,7 @@ type config struct {
 	cmtime      int
 	timeout     int // seconds for each blocking step
 	cpuprofile  string
+	pcap        string // -pcap FILE: the user backend's MADs, RoCEv2-framed
 }
 
 const usageText = `usage:
@@ -53,6 +54,7 @@ const usageText = `usage:
 	-reject-ece	server: reject the first request with REJ reason 35, exit 0
 	-connect-only	establish, print the remote ECE and private data length, disconnect
 	-backend kernel|user|auto	connection manager backend (default auto)
+	-pcap FILE	write the CM MADs the user backend sends and receives (RoCEv2 framing)
 	-cmtime N	client: time N connections as cmtime does; server: serve them
 	-t seconds	timeout of each step (default 30)
 	-cpuprofile FILE	write a CPU profile (for tuning)`
@@ -61,7 +63,7 @@ const usageText = `usage:
 // of short options.
 var longFlags = map[string]bool{
 	"ece": true, "reject-ece": true, "connect-only": true, "backend": true, "cmtime": true, "help": true,
-	"cpuprofile": true,
+	"cpuprofile": true, "pcap": true,
 }
 
 func parseArgs(args []string) (*config, error) {
@@ -77,7 +79,7 @@ func parseArgs(args []string) (*config, error) {
 			name, val = k, v
 		}
 		if longFlags[name] {
-			need := name == "ece" || name == "backend" || name == "cmtime" || name == "cpuprofile"
+			need := name == "ece" || name == "backend" || name == "cmtime" || name == "cpuprofile" || name == "pcap"
 			if need && val == "" {
 				if i+1 >= len(args) {
 					return nil, fmt.Errorf("-%s needs a value", name)
@@ -183,6 +185,8 @@ func (c *config) setLong(name, v string) error {
 		c.rejectECE = true
 	case "cpuprofile":
 		c.cpuprofile = v
+	case "pcap":
+		c.pcap = v
 	case "connect-only":
 		c.connectOnly = true
 	case "backend":

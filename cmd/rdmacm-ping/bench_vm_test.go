@@ -93,3 +93,53 @@ func median(v []float64) float64 {
 	}
 	return s[len(s)/2]
 }
+
+// BenchmarkCmtimeUserVM measures the user-space CM (-backend user) the
+// same way: `rdmacm-ping -backend user -cmtime N` in guest a, booted
+// without the kernel CM, against `cmtime -b` (librdmacm on the kernel CM)
+// in guest b. The kernel CM cannot run in that guest, so its reference is
+// BenchmarkCmtimeVM's librdmacm column from the same `make bench-vm` run
+// (same image, same guest, same server); the ratio is computed from the
+// two reports (docs/benchmarks.md).
+//
+//	VMTEST=1 go test -run '^$' -bench 'CmtimeUserVM' -benchtime 1x ./cmd/rdmacm-ping/
+func BenchmarkCmtimeUserVM(b *testing.B) {
+	p := userPair(b)
+	conns, rounds := envInt("BENCH_CONNS", 200), envInt("BENCH_ROUNDS", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	srv, err := p.B.Start(ctx, "cmtime -b "+p.B.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop(context.Background())
+	listening(b, ctx, p.B, 7471)
+	var ms []float64
+	steps := map[string][]float64{}
+	for i := 0; i < b.N; i++ {
+		for r := -1; r < rounds; r++ {
+			cmd := fmt.Sprintf("%s -c -a %s -cmtime %d", userPing, p.B.Addr, conns)
+			res, err := p.A.Run(ctx, cmd)
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("%s: %v\n%s%s", cmd, err, res.Stdout, res.Stderr)
+			}
+			tbl := cmtimeTable(res.Stdout)
+			v, ok := tbl["connect"]
+			if !ok {
+				b.Fatalf("%s: no connect row:\n%s", cmd, res.Stdout)
+			}
+			b.Logf("round %d engine: connect %.2f ms for %d connections\n%s", r+1, v, conns, res.Stdout)
+			if r >= 0 {
+				ms = append(ms, v)
+				for k, x := range tbl {
+					steps[k] = append(steps[k], x)
+				}
+			}
+		}
+	}
+	b.ReportMetric(median(ms), "engine-connect-ms")
+	for _, k := range []string{"create id", "resolve addr", "resolve route", "create qp", "disconnect", "destroy"} {
+		b.Logf("engine %s: median %.2f ms", k, median(steps[k]))
+	}
+	b.Logf("connect, %d connections, engine: %v ms", conns, ms)
+}

@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	if thePair != nil {
 		thePair.Close()
 	}
+	userPairClose()
 	os.Exit(code)
 }
 
@@ -405,13 +406,18 @@ func TestLeaksAcrossGuests(t *testing.T) {
 	t.Logf("200 cycles; resources a: %s; b: %s; server fds %s", gotA, gotB, gotFD)
 }
 
-// TestUserBackendSaysSo: the user-space engine is not wired yet, and the
-// tool says so in one line.
-func TestUserBackendSaysSo(t *testing.T) {
+// TestUserBackendNeedsTheCMClass: where ib_cm is loaded it owns the CM
+// class, the engine cannot register, and -backend user says so in one
+// line naming the kernel backend; -pcap is refused on the kernel backend.
+func TestUserBackendNeedsTheCMClass(t *testing.T) {
 	p := pair(t)
 	r, _ := p.A.Run(ctxFor(t, time.Minute), ping+" -c -a "+p.B.Addr+" -connect-only -backend user")
-	if r == nil || r.ExitCode != 1 || !strings.Contains(r.Stderr, "-backend user: the user-space CM engine") ||
+	if r == nil || r.ExitCode != 1 || !strings.Contains(r.Stderr, "use the kernel rdma_cm backend") ||
 		strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
-		t.Fatalf("-backend user: %+v", r)
+		t.Fatalf("-backend user with ib_cm loaded: %+v", r)
+	}
+	r, _ = p.A.Run(ctxFor(t, time.Minute), ping+" -c -a "+p.B.Addr+" -connect-only -pcap /tmp/x.pcap")
+	if r == nil || r.ExitCode != 1 || !strings.Contains(r.Stderr, "capture them with tcpdump") {
+		t.Fatalf("-pcap on the kernel backend: %+v", r)
 	}
 }

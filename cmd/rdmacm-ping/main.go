@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -62,10 +61,16 @@ type app struct {
 }
 
 func run(ctx context.Context, cfg *config) error {
-	if cfg.backend == "user" {
-		return errors.New("-backend user: the user-space CM engine (cm/engine) is not wired to package cm yet; use -backend kernel")
+	opts := &cm.Options{Backend: cfg.backend}
+	if cfg.pcap != "" {
+		f, err := os.Create(cfg.pcap)
+		if err != nil {
+			return fmt.Errorf("-pcap: %w", err)
+		}
+		defer f.Close()
+		opts.Trace = f
 	}
-	ch, err := cm.Open(&cm.Options{Backend: cfg.backend})
+	ch, err := cm.Open(opts)
 	if err != nil {
 		return err
 	}
