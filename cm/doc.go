@@ -36,6 +36,49 @@
 // (*ECEUnansweredError) or decline it (ConnParam.DeclineECE). The state
 // diagram is in docs/ece.md.
 //
+// # Concurrency
+//
+// Safe from several goroutines at once:
+//
+//   - Channel: every method. Concurrent GetEvent calls each get different
+//     events; one goroutine at a time reads the backend and the others
+//     wait for its news. Close may be called at any time and more than
+//     once.
+//   - ID: every method, including Destroy. Operations take the ID's lock
+//     while they check the state and issue the command, so two racing
+//     operations are ordered: for example of two Connects one sends the
+//     REQ and the other gets a *StateError. A synchronous call does not
+//     hold the lock while it waits for its event, so State, SetLocalECE,
+//     Disconnect or Destroy can run meanwhile.
+//   - Event.Ack, from any goroutine; a second Ack is an error.
+//   - Multicast.AH and Leave.
+//
+// Destroy and Close interrupt blocked calls: a synchronous ResolveAddr,
+// ResolveRoute, Connect, Accept, Disconnect or JoinMulticast waiting for
+// its event, ID.GetEvent and GetRequest return an error matching ErrClosed
+// promptly, whichever goroutine is reading the backend; Close does the
+// same for Channel.GetEvent. A command issued concurrently with Destroy
+// reaches the backend before the ID is destroyed or not at all; every
+// later call fails with ErrClosed.
+//
+// Not safe:
+//
+//   - Waiting for one synchronous ID's events in two goroutines at once
+//     (ID.GetEvent beside a synchronous call of the same ID, say): each
+//     event goes to one of them, and a call whose completion event went
+//     to the other waits until ctx ends.
+//   - Using an Event, or its private data, after Ack or concurrently with
+//     it. An event belongs to the goroutine that received it.
+//   - Posting to a library QP or polling its CQs while another goroutine
+//     calls DestroyQP, Destroy or Channel.Close: the queues are unmapped.
+//     Posting and polling themselves follow package uverbs (QP.PostSend,
+//     QP.PostRecv and CQ.Poll serialise internally). The library moves
+//     the QP through its states under the ID's lock.
+//   - Writing ID.Context or Multicast.Context while another goroutine
+//     reads it: they are plain fields.
+//   - Using the context and PD from ID.Verbs after Channel.Close, which
+//     closes them.
+//
 // # Errors
 //
 // Errors wrap the kernel's errno and one of a few sentinels: ErrNoDevice,

@@ -56,6 +56,11 @@ type ID struct {
 	lastUD   UDParam
 	qp       *QP
 	closed   atomic.Bool
+	// life is cancelled when the ID is destroyed (Destroy, Channel.Close):
+	// it interrupts synchronous calls waiting for their event. Made on
+	// first wait.
+	life context.Context
+	kill context.CancelFunc
 }
 
 // CreateID creates an ID in port space ps (rdma_create_id).
@@ -187,6 +192,14 @@ func (id *ID) Listen(backlog int) error {
 func (id *ID) GetRequest(ctx context.Context) (*ID, error) {
 	if !id.sync {
 		return nil, fmt.Errorf("cm: GetRequest: %w: the ID is asynchronous, use Channel.GetEvent", ErrInvalidState)
+	}
+	id.mu.Lock()
+	err := id.st.getRequest()
+	id.mu.Unlock()
+	if err != nil {
+		// Without this a non-listener would wait for a request that
+		// cannot come.
+		return nil, err
 	}
 	for {
 		ev, err := id.GetEvent(ctx)
@@ -365,7 +378,14 @@ func (id *ID) reject(op string, pd []byte, reason uint8) error {
 	if len(pd) > 255 {
 		return fmt.Errorf("cm: %s: %d bytes of private data, at most 255", op, len(pd))
 	}
-	return id.do(op, (*idState).reject, func() error {
+	return id.do(op, func(s *idState) error {
+		err := s.reject()
+		var se *StateError
+		if errors.As(err, &se) {
+			se.Op = op // RejectECE, not Reject
+		}
+		return err
+	}, func() error {
 		return id.ch.b.reject(id.handle, pd, reason)
 	})
 }
@@ -398,7 +418,7 @@ func (id *ID) Disconnect(ctx context.Context) error {
 // Notify reports a QP event to the CM (rdma_notify), for example
 // IB_EVENT_COMM_EST (4) when data arrives before the RTU.
 func (id *ID) Notify(event uint32) error {
-	return id.do("Notify", nil, func() error { return id.ch.b.notify(id.handle, event) })
+	return id.do("Notify", (*idState).notify, func() error { return id.ch.b.notify(id.handle, event) })
 }
 
 // InitQPAttr returns the attributes and mask that move a QP of this ID to
@@ -406,7 +426,7 @@ func (id *ID) Notify(event uint32) error {
 func (id *ID) InitQPAttr(s qp.State) (qp.Attr, qp.Mask, error) {
 	var a qp.Attr
 	var m qp.Mask
-	err := id.do("InitQPAttr", nil, func() error {
+	err := id.do("InitQPAttr", (*idState).initQPAttr, func() error {
 		var err error
 		a, m, err = id.ch.b.initQPAttr(id.handle, s)
 		return err
@@ -454,7 +474,11 @@ func (id *ID) GetEvent(ctx context.Context) (*Event, error) {
 	if !id.sync {
 		return nil, fmt.Errorf("cm: GetEvent: %w: the ID is asynchronous, use Channel.GetEvent", ErrInvalidState)
 	}
-	return id.ch.wait(ctx, func() (*Event, error) {
+	// Destroy cancels wctx: the wait ends whether this goroutine is the
+	// one reading the backend or waits for another reader's news.
+	wctx, stop := id.waitContext(ctx)
+	defer stop()
+	ev, err := id.ch.wait(wctx, func() (*Event, error) {
 		if id.closed.Load() {
 			return nil, fmt.Errorf("cm: %w", ErrClosed)
 		}
@@ -467,6 +491,40 @@ func (id *ID) GetEvent(ctx context.Context) (*Event, error) {
 		id.ch.unacked++
 		return ev, nil
 	})
+	if err != nil && id.closed.Load() && !errors.Is(err, ErrClosed) {
+		return nil, fmt.Errorf("cm: %w", ErrClosed)
+	}
+	return ev, err
+}
+
+// waitContext returns ctx, cancelled as well when the ID is destroyed.
+func (id *ID) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	id.mu.Lock()
+	if id.life == nil {
+		id.life, id.kill = context.WithCancel(context.Background())
+		if id.closed.Load() {
+			id.kill()
+		}
+	}
+	life := id.life
+	id.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(life, cancel)
+	return ctx, func() { unhook(); cancel() }
+}
+
+// markDestroyed moves the ID to destroyed and ends its waits; called with
+// id.mu held. It reports false if the ID was already destroyed.
+func (id *ID) markDestroyed() bool {
+	if id.closed.Load() {
+		return false
+	}
+	id.closed.Store(true)
+	id.st.destroy()
+	if id.kill != nil {
+		id.kill()
+	}
+	return true
 }
 
 // complete waits for one of the wanted events on a synchronous ID; any
@@ -497,12 +555,10 @@ func (id *ID) complete(ctx context.Context, op string, want ...EventType) (Event
 // until acked.
 func (id *ID) Destroy() error {
 	id.mu.Lock()
-	if id.closed.Load() {
+	if !id.markDestroyed() {
 		id.mu.Unlock()
 		return nil
 	}
-	id.closed.Store(true)
-	id.st.destroy()
 	q := id.qp
 	id.qp = nil
 	id.mu.Unlock()
@@ -525,8 +581,7 @@ func (id *ID) Destroy() error {
 // destroys the IDs of a closed fd).
 func (id *ID) closeLocal() {
 	id.mu.Lock()
-	id.closed.Store(true)
-	id.st.destroy()
+	id.markDestroyed()
 	q := id.qp
 	id.qp = nil
 	id.mu.Unlock()

@@ -60,19 +60,35 @@ func openKernel() (*kernel, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("cm: rdma_cm ABI version: %w (is rdma_ucm loaded?): %w", ErrNoDevice, err)
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("cm: rdma_cm ABI version: %w: %w", ErrPermission, err)
 	case err != nil:
 		return nil, fmt.Errorf("cm: rdma_cm ABI version: %w", err)
 	case v != abi.UcmaABIVersion:
 		return nil, fmt.Errorf("cm: rdma_cm ABI version %d, want %d: %w", v, abi.UcmaABIVersion, ErrNotSupported)
 	}
-	fd, err := unix.Open(abi.UcmaDevicePath, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	return openUcma(abi.UcmaDevicePath, unix.Open)
+}
+
+// openUcma opens the rdma_cm node at path with open (unix.Open; tests
+// inject errnos, since the host tests run as root and root ignores file
+// modes).
+func openUcma(path string, open func(path string, mode int, perm uint32) (int, error)) (*kernel, error) {
+	fd, err := open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		if err == unix.ENOENT || err == unix.ENODEV || err == unix.ENXIO {
-			return nil, fmt.Errorf("cm: open %s: %w: %w", abi.UcmaDevicePath, ErrNoDevice, err)
+		switch {
+		case err == unix.ENOENT || err == unix.ENODEV || err == unix.ENXIO:
+			return nil, fmt.Errorf("cm: open %s: %w: %w", path, ErrNoDevice, err)
+		case err == unix.EACCES || err == unix.EPERM:
+			// The kernel creates the node mode 0666 (ucma.c ucma_misc);
+			// a stricter mode from udev rules, or a device cgroup that
+			// leaves it out (containers: EPERM), denies the open.
+			return nil, fmt.Errorf("cm: open %s: %w: no read-write access to the node (check its mode and group, udev rules, and a container's device access): %w",
+				path, ErrPermission, err)
 		}
-		return nil, fmt.Errorf("cm: open %s: %w", abi.UcmaDevicePath, err)
+		return nil, fmt.Errorf("cm: open %s: %w", path, err)
 	}
-	f := os.NewFile(uintptr(fd), abi.UcmaDevicePath)
+	f := os.NewFile(uintptr(fd), path)
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()

@@ -215,6 +215,35 @@ func (s *idState) listen() error {
 	return nil
 }
 
+// getRequest: only a listener receives connection requests (a listener
+// stays one after DEVICE_REMOVAL, whose event GetRequest then reports).
+func (s *idState) getRequest() error {
+	if s.role != RoleListener || s.state == StateDestroyed {
+		return s.fail("GetRequest")
+	}
+	return nil
+}
+
+// notify: rdma_notify reports a QP event to the ID's connection, which
+// exists from the REQ on (kernel cma.c rdma_notify: no cm_id.ib →
+// EINVAL); a listener has no QP.
+func (s *idState) notify() error {
+	if s.in(StateIdle, StateAddrBound, StateAddrQuery, StateAddrResolved, StateRouteQuery,
+		StateRouteResolved, StateListen, StateDestroyed) {
+		return s.fail("Notify")
+	}
+	return nil
+}
+
+// initQPAttr: an idle ID has no device yet (ucma_get_ctx_dev → EINVAL)
+// and a listener has no QP to move. Elsewhere the kernel decides.
+func (s *idState) initQPAttr() error {
+	if s.in(StateIdle, StateListen, StateDestroyed) {
+		return s.fail("InitQPAttr")
+	}
+	return nil
+}
+
 // createQP records that the library created the QP and took its ECE
 // (local, or zero when the provider has none).
 func (s *idState) createQP() error {
