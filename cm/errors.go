@@ -57,6 +57,9 @@ var (
 	ErrECEVendorMismatch = errors.New("ECE vendor mismatch")
 	// ErrConnect: the connection failed (CONNECT_ERROR).
 	ErrConnect = errors.New("connection error")
+	// ErrInvalidArgument: an argument is out of range (private data too
+	// long, a bad option value).
+	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrDisconnected: the connection ended while waiting.
 	ErrDisconnected = errors.New("disconnected")
 )

@@ -376,7 +376,7 @@ func (id *ID) RejectECE(privateData []byte) error {
 
 func (id *ID) reject(op string, pd []byte, reason uint8) error {
 	if len(pd) > 255 {
-		return fmt.Errorf("cm: %s: %d bytes of private data, at most 255", op, len(pd))
+		return fmt.Errorf("cm: %s: %d bytes of private data, at most 255: %w", op, len(pd), ErrInvalidArgument)
 	}
 	return id.do(op, func(s *idState) error {
 		err := s.reject()

@@ -612,3 +612,49 @@ func TestOpenUcmaPermission(t *testing.T) {
 		t.Errorf("mode 000 node: %v", err)
 	}
 }
+
+// TestMisuseLateOptionsAndJoin: options the kernel only takes early, and
+// a multicast join before an address, are refused with a *StateError and
+// reach no backend (cma_set_reuseaddr, cma_set_afonly, rdma_join_multicast).
+func TestMisuseLateOptionsAndJoin(t *testing.T) {
+	fb := newFake()
+	ch := newChannel(fb)
+	t.Cleanup(func() { ch.Close() })
+	id, err := ch.CreateID(PortSpaceTCP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(fb.callLog())
+	if err := id.SetReuseAddr(true); !errors.Is(err, ErrInvalidState) {
+		t.Errorf("SetReuseAddr on a listener: %v, want ErrInvalidState", err)
+	}
+	if err := id.SetAFOnly(true); !errors.Is(err, ErrInvalidState) {
+		t.Errorf("SetAFOnly on a listener: %v, want ErrInvalidState", err)
+	}
+	if err := id.Reject(make([]byte, 256)); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Reject with 256 bytes: %v, want ErrInvalidArgument", err)
+	}
+	if n := len(fb.callLog()); n != calls {
+		t.Errorf("refused calls reached the backend: %v", fb.callLog()[calls:])
+	}
+	ud, err := ch.CreateID(PortSpaceUDP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls = len(fb.callLog())
+	if _, err := ud.JoinMulticast(context.Background(), netip.MustParseAddr("239.1.1.1"), false, nil); !errors.Is(err, ErrInvalidState) {
+		t.Errorf("JoinMulticast on an idle ID: %v, want ErrInvalidState", err)
+	}
+	if n := len(fb.callLog()); n != calls {
+		t.Errorf("refused calls reached the backend: %v", fb.callLog()[calls:])
+	}
+	if err := id.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := id.Verbs(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Verbs on a destroyed ID: %v, want ErrClosed", err)
+	}
+}

@@ -61,7 +61,14 @@ func (id *ID) JoinMulticast(ctx context.Context, addr netip.Addr, sendOnly bool,
 	m.uid = c.nextUID
 	c.mcs[m.uid] = m
 	c.mu.Unlock()
-	err := id.do("JoinMulticast", nil, func() error {
+	// rdma_join_multicast needs a bound or resolved address
+	// (cma_join_multicast: RDMA_CM_ADDR_BOUND or ADDR_RESOLVED).
+	err := id.do("JoinMulticast", func(s *idState) error {
+		if !s.in(StateAddrBound, StateAddrResolved, StateRouteResolved, StateEstablished) {
+			return s.fail("JoinMulticast")
+		}
+		return nil
+	}, func() error {
 		h, err := c.b.join(id.handle, m.uid, addr, sendOnly)
 		m.handle = h
 		return err

@@ -28,12 +28,27 @@ func (id *ID) SetAckTimeout(timeout uint8) error {
 // SetReuseAddr allows binding to an address in use
 // (RDMA_OPTION_ID_REUSEADDR).
 func (id *ID) SetReuseAddr(on bool) error {
-	return id.setOption("SetReuseAddr", optLevelID, optReuseAddr, intOpt(on))
+	// rdma_set_reuseaddr: on in any state but LISTEN, off only when idle.
+	ok := func(s *idState) bool { return s.in(StateIdle) || on && !s.in(StateListen) }
+	return id.setCheckedOption("SetReuseAddr", optReuseAddr, intOpt(on), ok)
 }
 
 // SetAFOnly restricts an IPv6 listener to IPv6 (RDMA_OPTION_ID_AFONLY).
 func (id *ID) SetAFOnly(on bool) error {
-	return id.setOption("SetAFOnly", optLevelID, optAFOnly, intOpt(on))
+	// rdma_set_afonly: only while idle or bound.
+	ok := func(s *idState) bool { return s.in(StateIdle, StateAddrBound) }
+	return id.setCheckedOption("SetAFOnly", optAFOnly, intOpt(on), ok)
+}
+
+// setCheckedOption sets an option the kernel takes only in the states ok
+// accepts; elsewhere it is refused with a *StateError before any syscall.
+func (id *ID) setCheckedOption(op string, name uint32, val []byte, ok func(*idState) bool) error {
+	return id.do(op, func(s *idState) error {
+		if !ok(s) {
+			return s.fail(op)
+		}
+		return nil
+	}, func() error { return id.ch.b.setOption(id.handle, optLevelID, name, val) })
 }
 
 func intOpt(on bool) []byte {

@@ -78,9 +78,9 @@ func (d *deviceCache) close() error {
 // device returns the opened device of the ID (its address must be bound
 // or resolved).
 func (id *ID) device() (*verbsDevice, error) {
-	ai, err := id.ch.b.queryAddr(id.handle)
+	ai, err := id.Query() // under the ID's lock; ErrClosed once destroyed
 	if err != nil {
-		return nil, errnoError("query address", err)
+		return nil, err
 	}
 	if !ai.HasDevice {
 		return nil, fmt.Errorf("cm: the ID has no device yet (bind or resolve its address first): %w", ErrNoDevice)
