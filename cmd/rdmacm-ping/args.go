@@ -28,6 +28,8 @@ type config struct {
 	eceSet      bool
 	rejectECE   bool
 	connectOnly bool
+	// disconnectFirst: a -connect-only server sends the DREQ itself.
+	disconnectFirst bool
 	backend     string
 	cmtime      int
 	timeout     int // seconds for each blocking step
@@ -53,6 +55,7 @@ const usageText = `usage:
 	-ece VENDOR:OPTIONS	offer ECE (C number syntax, e.g. 0x15b3:0x30000001)
 	-reject-ece	server: reject the first request with REJ reason 35, exit 0
 	-connect-only	establish, print the remote ECE and private data length, disconnect
+	-disconnect-first	with -connect-only on a server: disconnect first instead of waiting for the peer
 	-backend kernel|user|auto	connection manager backend (default auto)
 	-pcap FILE	write the CM MADs the user backend sends and receives (RoCEv2 framing)
 	-cmtime N	client: time N connections as cmtime does; server: serve them
@@ -62,7 +65,7 @@ const usageText = `usage:
 // longFlags take the whole argument as a name; anything else is a cluster
 // of short options.
 var longFlags = map[string]bool{
-	"ece": true, "reject-ece": true, "connect-only": true, "backend": true, "cmtime": true, "help": true,
+	"ece": true, "reject-ece": true, "connect-only": true, "disconnect-first": true, "backend": true, "cmtime": true, "help": true,
 	"cpuprofile": true, "pcap": true,
 }
 
@@ -189,6 +192,8 @@ func (c *config) setLong(name, v string) error {
 		c.pcap = v
 	case "connect-only":
 		c.connectOnly = true
+	case "disconnect-first":
+		c.disconnectFirst = true
 	case "backend":
 		switch v {
 		case "kernel", "user", "auto":

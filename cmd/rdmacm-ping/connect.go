@@ -174,6 +174,14 @@ func (a *app) connectOnlyServer(ctx context.Context) error {
 		return err
 	}
 	fmt.Println("connected")
+	if a.cfg.disconnectFirst {
+		// Our DREQ first; Disconnect waits for the peer's DREP.
+		if err := id.Disconnect(sctx); err != nil {
+			return err
+		}
+		fmt.Println("disconnected")
+		return nil
+	}
 	// Wait for the peer's disconnect, then answer it.
 	for {
 		ev, err := id.GetEvent(ctx)

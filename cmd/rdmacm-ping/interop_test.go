@@ -279,6 +279,22 @@ func TestECEFixtureInterop(t *testing.T) {
 	})
 }
 
+// TestServerDisconnectsFirst: rdmacm-ping's server (kernel backend) sends
+// the DREQ and librdmacm's client, waiting (-w), answers it.
+func TestServerDisconnectsFirst(t *testing.T) {
+	p := pair(t)
+	a, b := p.A, p.B
+	port := strconv.Itoa(fixturePort)
+	sOut, _, sCode, cOut, _, cCode := session(t, b, a, fixturePort,
+		ping+" -s -connect-only -disconnect-first -a "+b.Addr+" -p "+port,
+		fixture+" -c -w -a "+b.Addr+" -p "+port+" -t 60")
+	if sCode != 0 || cCode != 0 {
+		t.Fatalf("exit codes: rdmacm-ping %d, fixture %d", sCode, cCode)
+	}
+	mustContain(t, "fixture", cOut, "event: RDMA_CM_EVENT_DISCONNECTED", "peer disconnected first", "result: connected")
+	mustContain(t, "rdmacm-ping", sOut, "connected", "disconnected")
+}
+
 func mustContain(t *testing.T, who, out string, wants ...string) {
 	t.Helper()
 	for _, w := range wants {

@@ -276,6 +276,28 @@ func TestUserBackendDisconnectFromEitherSide(t *testing.T) {
 			t.Fatalf("engine (a) sent %v, want [REQ RTU DREQ]", got)
 		}
 	})
+	// A Go server that disconnects first: the engine sends the DREQ to a
+	// waiting librdmacm client, which answers with a DREP.
+	t.Run("go-server-sends-dreq", func(t *testing.T) {
+		ctx := ctxFor(t, 3*time.Minute)
+		var cOut string
+		var cCode, sCode int
+		pkts := capture(t, ctx, a, "user-dreq-go-server.pcap", func() {
+			wait := goServer(t, ctx, a, "-s -connect-only -disconnect-first -a "+a.Addr+" -p "+port)
+			cOut, _, cCode = runOn(t, ctx, b, fixture+" -c -w -a "+a.Addr+" -p "+port+" -t 60")
+			_, _, sCode = wait()
+		})
+		if cCode != 0 || sCode != 0 {
+			t.Fatalf("exit codes: fixture %d, rdmacm-ping %d", cCode, sCode)
+		}
+		mustContain(t, "fixture", cOut, "peer disconnected first", "result: connected")
+		if got := names(pkts, ip4(a.Addr)); !cmp.Equal(got, []string{"REP", "DREQ"}) {
+			t.Fatalf("engine (a) sent %v, want [REP DREQ]", got)
+		}
+		if got := names(pkts, ip4(b.Addr)); !cmp.Equal(got, []string{"REQ", "RTU", "DREP"}) {
+			t.Fatalf("kernel (b) sent %v, want [REQ RTU DREP]", got)
+		}
+	})
 	// The Go server of -connect-only waits for the peer's disconnect: the
 	// fixture client (kernel CM) sends the DREQ, the engine the DREP.
 	t.Run("kernel-sends-dreq", func(t *testing.T) {
