@@ -30,11 +30,11 @@ type config struct {
 	connectOnly bool
 	// disconnectFirst: a -connect-only server sends the DREQ itself.
 	disconnectFirst bool
-	backend     string
-	cmtime      int
-	timeout     int // seconds for each blocking step
-	cpuprofile  string
-	pcap        string // -pcap FILE: the user backend's MADs, RoCEv2-framed
+	backend         string
+	cmtime          int
+	timeout         int // seconds for each blocking step
+	cpuprofile      string
+	pcap            string // -pcap FILE: the user backend's MADs, RoCEv2-framed
 }
 
 const usageText = `usage:
