@@ -142,8 +142,10 @@ func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
 // newRxeQueue reads and validates a mapped queue's header: a power-of-two
 // slot count, slots of at least minElem bytes, all inside mem.
 func newRxeQueue(mem []byte, minElem int) (*rxeQueue, error) {
-	if len(mem) < abi.RxeQueueDataOff {
-		return nil, fmt.Errorf("queue of %d bytes: below the %d-byte header", len(mem), abi.RxeQueueDataOff)
+	// At least one byte past the header: data points at mem[384], and a
+	// mapping of exactly the header has no slots (found by FuzzRxeCQPoll).
+	if len(mem) <= abi.RxeQueueDataOff {
+		return nil, fmt.Errorf("queue of %d bytes: no slots after the %d-byte header", len(mem), abi.RxeQueueDataOff)
 	}
 	hdr := (*abi.RxeQueueBuf)(unsafe.Pointer(&mem[0]))
 	q := &rxeQueue{

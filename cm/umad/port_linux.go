@@ -75,15 +75,7 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	h := abi.UmadHdr{ID: p.agent, SL: to.SL, GIDIndex: to.SGIDIndex, HopLimit: to.HopLimit,
-		TrafficClass: to.TrafficClass, GID: to.GID, PKeyIndex: to.PKeyIndex}
-	binary.BigEndian.PutUint32(h.QPN[:], to.QPN)
-	binary.BigEndian.PutUint32(h.QKey[:], gsiQKey)
-	binary.BigEndian.PutUint16(h.LID[:], to.LID)
-	binary.BigEndian.PutUint32(h.FlowLabel[:], to.FlowLabel)
-	if to.GID != (mad.GID{}) {
-		h.GRHPresent = 1 // required on RoCE: the AH needs a GRH
-	}
+	h := sendHeader(p.agent, to)
 	hb := (*[abi.UmadHdrSize]byte)(unsafePointer(&h))
 	copy(p.wbuf[:], hb[:])
 	runtime.KeepAlive(&h)
@@ -117,24 +109,53 @@ func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
 		}
 		return engine.Addr{}, 0, fmt.Errorf("umad: receive: %w", err)
 	}
-	if n < abi.UmadHdrSize {
-		return engine.Addr{}, 0, fmt.Errorf("umad: receive: %d bytes", n)
+	a, m, err := parseRecv(raw[:n], p.port)
+	if err != nil {
+		return engine.Addr{}, 0, err
+	}
+	return a, copy(buf, m), nil
+}
+
+// sendHeader is the ib_user_mad header Send puts before a CM MAD for to:
+// the agent, the peer's GSI QP and the GSI Q_Key, its address fields (QPN,
+// Q_Key, LID and flow label big-endian, the rest host-endian), and a GRH
+// whenever there is a GID.
+func sendHeader(agent uint32, to engine.Addr) abi.UmadHdr {
+	h := abi.UmadHdr{ID: agent, SL: to.SL, GIDIndex: to.SGIDIndex, HopLimit: to.HopLimit,
+		TrafficClass: to.TrafficClass, GID: to.GID, PKeyIndex: to.PKeyIndex}
+	binary.BigEndian.PutUint32(h.QPN[:], to.QPN)
+	binary.BigEndian.PutUint32(h.QKey[:], gsiQKey)
+	binary.BigEndian.PutUint16(h.LID[:], to.LID)
+	binary.BigEndian.PutUint32(h.FlowLabel[:], to.FlowLabel)
+	if to.GID != (mad.GID{}) {
+		h.GRHPresent = 1 // required on RoCE: the AH needs a GRH
+	}
+	return h
+}
+
+// parseRecv decodes one read from the umad device, an ib_user_mad header
+// followed by the MAD: the sender's address (port is the device's port)
+// and the MAD, a subslice of raw. A non-zero header status is a send the
+// kernel handed back (*SendError).
+func parseRecv(raw []byte, port uint8) (engine.Addr, []byte, error) {
+	if len(raw) < abi.UmadHdrSize {
+		return engine.Addr{}, nil, fmt.Errorf("umad: receive: %d bytes", len(raw))
 	}
 	var h abi.UmadHdr
 	hb := (*[abi.UmadHdrSize]byte)(unsafePointer(&h))
 	copy(hb[:], raw[:abi.UmadHdrSize])
 	if h.Status != 0 {
-		return engine.Addr{}, 0, &SendError{Status: h.Status}
+		return engine.Addr{}, nil, &SendError{Status: h.Status}
 	}
 	a := engine.Addr{
-		Port: p.port, PKeyIndex: h.PKeyIndex, LID: binary.BigEndian.Uint16(h.LID[:]),
+		Port: port, PKeyIndex: h.PKeyIndex, LID: binary.BigEndian.Uint16(h.LID[:]),
 		QPN: binary.BigEndian.Uint32(h.QPN[:]), SGIDIndex: h.GIDIndex, HopLimit: h.HopLimit,
 		TrafficClass: h.TrafficClass, SL: h.SL, FlowLabel: binary.BigEndian.Uint32(h.FlowLabel[:]) & 0xfffff,
 	}
 	if h.GRHPresent != 0 {
 		a.GID = h.GID
 	}
-	return a, copy(buf, raw[abi.UmadHdrSize:n]), nil
+	return a, raw[abi.UmadHdrSize:], nil
 }
 
 func readSysInt(path string) (int, error) {
