@@ -70,8 +70,9 @@ vmtest: deps
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
 	VMTEST=1 $(GO) test -count=1 -timeout 20m -v ./cmd/rdmacm-ping/
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./internal/vmtest/cmd/vmexec
-	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
+	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
+	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
 
 # Connection setup, side by side with librdmacm's cmtime in the same guests
 # (BENCH_ROUNDS, BENCH_CONNS tune it; see docs/benchmarks.md).
