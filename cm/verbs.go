@@ -32,7 +32,11 @@ func (d *deviceCache) get(guid [8]byte) (*verbsDevice, error) {
 	if vd := d.devs[guid]; vd != nil {
 		return vd, nil
 	}
-	devs, err := uverbs.Devices()
+	// Finding the device by GUID needs no GID tables (the costly part of
+	// discovery).
+	disc := uverbs.DefaultDiscovery
+	disc.SkipGIDs = true
+	devs, err := disc.Devices()
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +164,8 @@ func one(v uint32) uint32 {
 }
 
 func newLibraryQP(vd *verbsDevice, t qp.QPType, init QPInit) (_ *QP, err error) {
-	q := &QP{ud: t == qp.UD, maxRD: clampRD(vd.attr.MaxQPRdAtom), maxIRD: clampRD(vd.attr.MaxQPInitRdAtom)}
+	q := &QP{ud: t == qp.UD, maxRD: clampRD(vd.attr.MaxQPRdAtom), maxIRD: clampRD(vd.attr.MaxQPInitRdAtom),
+		noECE: !vd.ctx.HasECE()}
 	defer func() {
 		if err != nil {
 			q.destroy()

@@ -130,7 +130,7 @@ func (x *Context) write(c *cmd) error {
 	}
 	buf = append(buf, c.drvIn...)
 	x.stats.writes.Add(1)
-	n, err := unix.Write(x.fd, buf)
+	n, err := abi.WriteShort(x.fd, buf)
 	runtime.KeepAlive(resp)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (x *Context) write(c *cmd) error {
 // do runs an ioctl call on the context's fd.
 func (x *Context) do(call *abi.IoctlCall) error {
 	x.stats.ioctls.Add(1)
-	return call.Do(x.fd)
+	return call.DoShort(x.fd)
 }
 
 // cmdStats counts the syscalls that carried commands (not doorbells), so

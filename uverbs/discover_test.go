@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -149,6 +150,30 @@ func TestDiscoverRXE(t *testing.T) {
 	}
 	if got, err := f.disc().Device(""); err != nil || got.Name != "rxe0" {
 		t.Errorf("Device(\"\") = %v, %v", got.Name, err)
+	}
+}
+
+// TestDiscoverSkipGIDs: without the GID tables, the rest of the device is
+// the same (the port's netdev comes from the device's parent).
+func TestDiscoverSkipGIDs(t *testing.T) {
+	f := newFakeTree(t)
+	f.rxe("rxe0", "uverbs0", "eth0")
+	full, err := f.disc().Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.disc()
+	d.SkipGIDs = true
+	light, err := d.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(light) != 1 || len(light[0].Ports) != 1 || len(light[0].Ports[0].GIDs) != 0 {
+		t.Fatalf("SkipGIDs: %+v", light)
+	}
+	full[0].Ports[0].GIDs = nil
+	if !reflect.DeepEqual(full, light) {
+		t.Errorf("SkipGIDs changed more than the GIDs:\n%+v\n%+v", full, light)
 	}
 }
 

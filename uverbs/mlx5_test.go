@@ -96,3 +96,16 @@ func TestGenericProviderHasNoECE(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestHasECE: only mlx5 carries ECE; rxe and the generic provider let
+// callers skip the ECE calls (cm does for library QPs).
+func TestHasECE(t *testing.T) {
+	for _, tc := range []struct {
+		p    provider
+		want bool
+	}{{&mlx5Provider{}, true}, {&rxeProvider{}, false}, {genericProvider{}, false}} {
+		if got := (&Context{prov: tc.p}).HasECE(); got != tc.want {
+			t.Errorf("%s: HasECE %v, want %v", tc.p.name(), got, tc.want)
+		}
+	}
+}

@@ -97,3 +97,17 @@ func abiRange(dev Device, prov string, lo, hi int) error {
 	return fmt.Errorf("%w: %s driver ABI %d (/sys/class/infiniband_verbs/%s/abi_version); the %s provider speaks %d..%d",
 		ErrABIVersion, dev.Name, v, dev.Verbs.Name, prov, lo, hi)
 }
+
+// eceProvider is implemented by providers that carry ECE (mlx5).
+type eceProvider interface{ hasECE() bool }
+
+func (*mlx5Provider) hasECE() bool { return true }
+
+// HasECE reports whether the device's provider carries ECE at all. Where
+// it does not (rxe, and every provider but mlx5), QP.QueryECE and
+// QP.SetECE always fail with ErrNotSupported, so callers can skip them,
+// as libibverbs providers without ECE answer without a syscall.
+func (x *Context) HasECE() bool {
+	p, ok := x.prov.(eceProvider)
+	return ok && p.hasECE()
+}

@@ -127,13 +127,13 @@ func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
 	if mi.Size < abi.RxeQueueDataOff {
 		return nil, fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
 	}
-	mem, err := unix.Mmap(fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := abi.MmapShort(fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
 	}
 	q, err := newRxeQueue(mem, minElem)
 	if err != nil {
-		unix.Munmap(mem)
+		abi.MunmapShort(mem)
 		return nil, err
 	}
 	return q, nil
@@ -174,7 +174,7 @@ func (q *rxeQueue) unmap() error {
 	if q == nil || q.mem == nil {
 		return nil
 	}
-	err := unix.Munmap(q.mem)
+	err := abi.MunmapShort(q.mem)
 	q.mem = nil
 	return err
 }

@@ -33,7 +33,9 @@ func UcmaExecIn[T any](fd int, cmd uint32, body *T, in, out int, keep unsafe.Poi
 	msg.body = *body
 	size := int(unsafe.Offsetof(msg.body)) + in
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&msg)), size)
-	n, err := unix.Write(fd, buf)
+	// Raw: ucma commands queue work and return (GET_EVENT is issued on a
+	// non-blocking fd), see WriteShort.
+	n, err := WriteShort(fd, buf)
 	runtime.KeepAlive(keep)
 	runtime.KeepAlive(&msg)
 	if err != nil {
