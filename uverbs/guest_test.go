@@ -590,7 +590,42 @@ func TestGuestEventWaitsTakeContextAndClose(t *testing.T) {
 // error (run as an unprivileged child by TestGuestPermissionNamesNode).
 const envOpenChild = "UVERBS_TEST_OPEN_CHILD"
 
+// envMemlockChild makes the test binary register 1 MiB under a 64 KiB
+// RLIMIT_MEMLOCK and print the error (TestGuestMemlockLimit).
+const envMemlockChild = "UVERBS_TEST_MEMLOCK_CHILD"
+
+func memlockChild() {
+	lim := unix.Rlimit{Cur: 64 << 10, Max: 64 << 10}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
+		fmt.Printf("setrlimit: %v\n", err)
+		return
+	}
+	x, err := Open("rxe0")
+	if err != nil {
+		fmt.Printf("open: %v\n", err)
+		return
+	}
+	defer x.Close()
+	pd, err := x.AllocPD()
+	if err != nil {
+		fmt.Printf("alloc PD: %v\n", err)
+		return
+	}
+	buf, err := AllocBuffer(1 << 20)
+	if err != nil {
+		fmt.Printf("alloc buffer: %v\n", err)
+		return
+	}
+	defer buf.Close()
+	_, err = pd.RegMR(buf, qp.AccessLocalWrite)
+	fmt.Printf("matches ENOMEM=%v: %v\n", errors.Is(err, unix.ENOMEM), err)
+}
+
 func TestMain(m *testing.M) {
+	if os.Getenv(envMemlockChild) == "1" {
+		memlockChild()
+		os.Exit(0)
+	}
 	if os.Getenv(envOpenChild) == "1" {
 		_, err := Open("rxe0")
 		fmt.Printf("matches ErrPermission=%v EACCES=%v: %v\n", errors.Is(err, ErrPermission), errors.Is(err, unix.EACCES), err)
@@ -644,6 +679,47 @@ func TestGuestPermissionNamesNode(t *testing.T) {
 	want := "matches ErrPermission=true EACCES=true: uverbs: open on rxe0 (" + dev.Verbs.Path + ")"
 	if !strings.HasPrefix(string(out), want) {
 		t.Errorf("child said %q, want prefix %q", out, want)
+	}
+	t.Logf("%s", out)
+}
+
+// TestGuestMemlockLimit registers 1 MiB as user nobody (no CAP_IPC_LOCK)
+// with RLIMIT_MEMLOCK at 64 KiB: the kernel refuses to pin (ib_umem_get:
+// ENOMEM) and the error names the limit and how to raise it.
+func TestGuestMemlockLimit(t *testing.T) {
+	guestDevice(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "uverbs-memlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	child := dir + "/memlock-child"
+	if err := os.WriteFile(child, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(child)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), envMemlockChild+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, want := range []string{"matches ENOMEM=true", "RLIMIT_MEMLOCK is 65536 bytes", "ulimit -l"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("child said %q, want %q in it", out, want)
+		}
 	}
 	t.Logf("%s", out)
 }

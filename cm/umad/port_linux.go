@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +34,7 @@ type Port struct {
 	f     *os.File
 	agent uint32
 	port  uint8
+	rc    syscall.RawConn
 	wmu   sync.Mutex
 	wbuf  [abi.UmadHdrSize + mad.MADSize]byte
 }
@@ -55,6 +57,12 @@ func Open(dev string) (*Port, error) {
 		return nil, fmt.Errorf("umad: register CM agent on %s: %w", dev, err)
 	}
 	p := &Port{f: os.NewFile(uintptr(fd), dev), agent: req.ID, port: 1}
+	rc, err := p.f.SyscallConn()
+	if err != nil {
+		p.f.Close()
+		return nil, fmt.Errorf("umad: %s: %w", dev, err)
+	}
+	p.rc = rc
 	if n, err := readSysInt(filepath.Join("/sys/class/infiniband_mad", filepath.Base(dev), "port")); err == nil {
 		p.port = uint8(n)
 	}
@@ -80,8 +88,25 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 	copy(p.wbuf[:], hb[:])
 	runtime.KeepAlive(&h)
 	copy(p.wbuf[abi.UmadHdrSize:], m[:mad.MADSize])
-	_, err := p.f.Write(p.wbuf[:])
+	// ib_umad_write posts the send and returns: a raw write (no P
+	// handoff, see abi.WriteShort), under the file's reference so Close
+	// cannot recycle the fd meanwhile; EAGAIN waits for writability.
+	var n int
+	var werr error
+	err := p.rc.Write(func(fd uintptr) bool {
+		n, werr = abi.WriteShort(int(fd), p.wbuf[:])
+		return werr != unix.EAGAIN
+	})
+	if err == nil {
+		err = werr
+	}
+	if err == nil && n != len(p.wbuf) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(p.wbuf))
+	}
 	if err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return ErrClosed
+		}
 		return fmt.Errorf("umad: send: %w", err)
 	}
 	return nil
