@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/qp"
 	"golang.org/x/sys/unix"
@@ -631,7 +632,7 @@ func TestMain(m *testing.M) {
 		fmt.Printf("matches ErrPermission=%v EACCES=%v: %v\n", errors.Is(err, ErrPermission), errors.Is(err, unix.EACCES), err)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 // TestGuestPermissionNamesNode makes the uverbs node root-only and opens

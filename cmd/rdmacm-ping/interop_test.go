@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 )
 
@@ -32,12 +33,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if thePair != nil {
-		thePair.Close()
-	}
-	userPairClose()
-	os.Exit(code)
+	leakcheck.MainWithTeardown(m, func() {
+		if thePair != nil {
+			thePair.Close()
+		}
+		userPairClose()
+	})
 }
 
 func requireVMTest(tb testing.TB) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envRunMain) == "1" {
 		os.Exit(runMain(append([]string{"verbs-pingpong"}, os.Args[1:]...), os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 func TestParseOptionsLikeGetopt(t *testing.T) {

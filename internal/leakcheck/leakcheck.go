@@ -52,6 +52,17 @@ func Main(m *testing.M) {
 	os.Exit(run(m.Run, os.Stderr, Settle))
 }
 
+// MainWithTeardown is Main for test binaries that hold shared fixtures
+// (booted guests): teardown runs after the tests and before the fd check,
+// so the fixtures' own fds are closed by then.
+func MainWithTeardown(m *testing.M, teardown func()) {
+	os.Exit(run(func() int {
+		code := m.Run()
+		teardown()
+		return code
+	}, os.Stderr, Settle))
+}
+
 // fdInfo identifies the open file behind an fd number.
 type fdInfo struct {
 	target   string // readlink(/proc/self/fd/N)

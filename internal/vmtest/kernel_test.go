@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
 )
 
@@ -29,11 +30,11 @@ var (
 const pairBudget = 6 * time.Minute
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if thePair != nil {
-		thePair.Close()
-	}
-	os.Exit(code)
+	leakcheck.MainWithTeardown(m, func() {
+		if thePair != nil {
+			thePair.Close()
+		}
+	})
 }
 
 func vmtestEnabled() bool { return os.Getenv("VMTEST") == "1" }
