@@ -123,6 +123,12 @@ func run() int {
 			env = append(env, k+"="+v)
 		}
 	}
+	// Test knobs of this module (CM_ENDURANCE_CYCLES, CM_LEAK_CYCLES).
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "CM_") {
+			env = append(env, kv)
+		}
+	}
 	proc, err := p.A.StartCmd(ctx, agent.Cmd{
 		Args: append([]string{p.A.GuestPath(guestBin)}, args...),
 		Env:  env, Dir: p.A.GuestPath(pkgDir), Timeout: *timeout,
