@@ -30,6 +30,7 @@ func runExample(t *testing.T, f func()) string {
 	w.Close()
 	os.Stdout = stdout
 	out := <-done
+	r.Close()
 	t.Logf("output:\n%s", out)
 	return out
 }
