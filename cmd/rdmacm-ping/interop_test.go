@@ -105,7 +105,7 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // fixtures buffer their stdout, so the kernel is the reliable witness).
 func listening(t testing.TB, ctx context.Context, m *vmtest.Machine, port int) {
 	t.Helper()
-	want := regexp.MustCompile(fmt.Sprintf(`state LISTEN .*src-addr [0-9.]+:%d `, port))
+	want := regexp.MustCompile(fmt.Sprintf(`state LISTEN .*src-addr \S+:%d `, port))
 	for {
 		r, err := m.Run(ctx, "rdma resource show cm_id")
 		if err == nil && want.MatchString(r.Stdout) {
@@ -277,6 +277,44 @@ func TestECEFixtureInterop(t *testing.T) {
 		if n := strings.Count(strings.TrimSpace(cErr), "\n"); n != 0 {
 			t.Fatalf("the error is not one line:\n%s", cErr)
 		}
+	})
+}
+
+// TestIPv6Interop: rdmacm-ping (kernel backend) and rping over IPv6
+// RoCE v2 GIDs, both directions, data checked. The guests get ULA
+// addresses (fd00::1, fd00::2) on their wire; rxe adds their GIDs.
+func TestIPv6Interop(t *testing.T) {
+	p := pair(t)
+	a, b := p.A, p.B
+	ctx := ctxFor(t, time.Minute)
+	for _, m := range []struct {
+		g    *vmtest.Machine
+		addr string
+	}{{a, "fd00::1"}, {b, "fd00::2"}} {
+		r, err := m.g.Run(ctx, "ip -6 addr show dev eth0 | grep -q "+m.addr+"/ || ip -6 addr add "+m.addr+"/64 dev eth0; "+
+			"for i in $(seq 50); do grep -qs '^"+strings.ReplaceAll(m.addr, "::", ":0000:0000:0000:0000:0000:0000:000")+"$' /sys/class/infiniband/rxe0/ports/1/gids/* && exit 0; sleep 0.1; done; exit 1")
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("guest %s: no RoCE GID for %s: %v %+v", m.g.Name, m.addr, err, r)
+		}
+	}
+	time.Sleep(2 * time.Second) // duplicate address detection
+	t.Run("go-client-rping-server", func(t *testing.T) {
+		sOut, _, sCode, cOut, _, cCode := session(t, b, a, 7174,
+			"rping -s -v -a fd00::2 -C 3", ping+" -c -v -V -a fd00::2 -C 3")
+		if cCode != 0 || sCode != 0 {
+			t.Fatalf("exit codes: rdmacm-ping %d, rping %d", cCode, sCode)
+		}
+		wantPings(t, "rdmacm-ping", cOut, "ping data: ", 3)
+		wantPings(t, "rping -s", sOut, "server ping data: ", 3)
+	})
+	t.Run("rping-client-go-server", func(t *testing.T) {
+		sOut, _, sCode, cOut, _, cCode := session(t, b, a, 7174,
+			ping+" -s -v -a fd00::2", "rping -c -v -V -a fd00::2 -C 3")
+		if cCode != 0 || sCode != 0 {
+			t.Fatalf("exit codes: rping %d, rdmacm-ping %d", cCode, sCode)
+		}
+		wantPings(t, "rping -c", cOut, "ping data: ", 3)
+		wantPings(t, "rdmacm-ping -s", sOut, "server ping data: ", 3)
 	})
 }
 
