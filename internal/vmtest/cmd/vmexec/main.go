@@ -13,7 +13,8 @@
 //	-keep              keep the share folder (printed) after the run
 //
 // The binary runs as root in guest a with the working directory holding a
-// copy of the package's testdata/, and the environment VMTEST_GUEST=a,
+// copy of the package's testdata/ (at the package's path in the module, next
+// to a copy of mad/testdata/captures), and the environment VMTEST_GUEST=a,
 // VMTEST_PEER=b, VMTEST_LOCAL_ADDR=192.0.2.1, VMTEST_PEER_ADDR=192.0.2.2,
 // VMTEST_SHARE=/host, VMTEST_OUT_DIR, VMTEST_NOMODS, VMTEST_PEER_NOMODS,
 // VMTEST=1 and the host's CI. Its output streams through; vmexec exits with
@@ -103,6 +104,25 @@ func run() int {
 		return 1
 	}
 	if wd, err := os.Getwd(); err == nil {
+		// The package sits at its path inside a copy of the module tree
+		// that holds only testdata: its own, and the golden captures
+		// other packages read (../../mad/testdata/captures).
+		if root, ok := moduleRoot(wd); ok {
+			if rel, err := filepath.Rel(root, wd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+				pkgDir = filepath.Join(p.Share, "mod", rel)
+				captures := filepath.Join("mad", "testdata", "captures")
+				if _, err := os.Stat(filepath.Join(root, captures)); err == nil && rel != "mad" {
+					if err := os.CopyFS(filepath.Join(p.Share, "mod", captures), os.DirFS(filepath.Join(root, captures))); err != nil {
+						fmt.Fprintln(os.Stderr, "vmexec: copy golden captures:", err)
+						return 1
+					}
+				}
+				if err := os.MkdirAll(pkgDir, 0o755); err != nil {
+					fmt.Fprintln(os.Stderr, "vmexec:", err)
+					return 1
+				}
+			}
+		}
 		if _, err := os.Stat(filepath.Join(wd, "testdata")); err == nil {
 			if err := os.CopyFS(filepath.Join(pkgDir, "testdata"), os.DirFS(filepath.Join(wd, "testdata"))); err != nil {
 				fmt.Fprintln(os.Stderr, "vmexec: copy testdata:", err)
@@ -225,4 +245,18 @@ func isDynamic(bin string) bool {
 		}
 	}
 	return false
+}
+
+// moduleRoot finds the directory of the go.mod above dir.
+func moduleRoot(dir string) (string, bool) {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
 }
