@@ -35,6 +35,8 @@ type Port struct {
 	agent uint32
 	port  uint8
 	rc    syscall.RawConn
+	rmu   sync.Mutex // one Recv at a time: rbuf
+	rbuf  [abi.UmadHdrSize + maxMAD]byte
 	wmu   sync.Mutex
 	wbuf  [abi.UmadHdrSize + mad.MADSize]byte
 }
@@ -116,7 +118,8 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 // sender's address and the MAD's length. It blocks until a MAD arrives,
 // ctx ends, or Close is called.
 func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
-	var raw [abi.UmadHdrSize + maxMAD]byte
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = p.f.SetReadDeadline(dl)
 	} else {
@@ -124,7 +127,16 @@ func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
 	}
 	stop := context.AfterFunc(ctx, func() { _ = p.f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	n, err := p.f.Read(raw[:])
+	// A raw read in the netpoller's callback (see Send), EAGAIN parks.
+	var n int
+	var rerr error
+	err := p.rc.Read(func(fd uintptr) bool {
+		n, rerr = abi.ReadShort(int(fd), p.rbuf[:])
+		return rerr != unix.EAGAIN
+	})
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return engine.Addr{}, 0, ctx.Err()
@@ -134,7 +146,7 @@ func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
 		}
 		return engine.Addr{}, 0, fmt.Errorf("umad: receive: %w", err)
 	}
-	a, m, err := parseRecv(raw[:n], p.port)
+	a, m, err := parseRecv(p.rbuf[:n], p.port)
 	if err != nil {
 		return engine.Addr{}, 0, err
 	}

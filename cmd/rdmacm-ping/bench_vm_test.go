@@ -96,13 +96,14 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// BenchmarkCmtimeUserVM measures the user-space CM (-backend user) the
-// same way: `rdmacm-ping -backend user -cmtime N` in guest a, booted
-// without the kernel CM, against `cmtime -b` (librdmacm on the kernel CM)
-// in guest b. The kernel CM cannot run in that guest, so its reference is
-// BenchmarkCmtimeVM's librdmacm column from the same `make bench-vm` run
-// (same image, same guest, same server); the ratio is computed from the
-// two reports (docs/benchmarks.md).
+// BenchmarkCmtimeUserVM compares the user-space CM (-backend user: our
+// engine over umad) with the kernel CM in the same two guests: guest a is
+// booted without the kernel CM, and each round loads it (insmod ib_cm,
+// iw_cm, rdma_cm, rdma_ucm from /mods), runs cmtime's C client and
+// `rdmacm-ping -backend kernel -cmtime N`, unloads it (the engine can
+// only register the CM class without ib_cm) and runs `rdmacm-ping
+// -backend user -cmtime N`, all against one `cmtime -b` in guest b. It
+// reports the median connect step of each and the engine's ratios.
 //
 //	VMTEST=1 go test -run '^$' -bench 'CmtimeUserVM' -benchtime 1x ./cmd/rdmacm-ping/
 func BenchmarkCmtimeUserVM(b *testing.B) {
@@ -116,33 +117,38 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 	}
 	defer srv.Stop(context.Background())
 	listening(b, ctx, p.B, 7471)
-	var ms []float64
-	steps := map[string][]float64{}
+	const load = "for m in ib_cm iw_cm rdma_cm rdma_ucm; do insmod /mods/$m.ko || exit 1; done"
+	const unload = "rmmod rdma_ucm rdma_cm iw_cm ib_cm"
+	run := func(cmd string) map[string]float64 {
+		res, err := p.A.Run(ctx, cmd)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%s: %v\n%+v", cmd, err, res)
+		}
+		return cmtimeTable(res.Stdout)
+	}
+	ms := map[string][]float64{}
 	for i := 0; i < b.N; i++ {
-		for r := -1; r < rounds; r++ {
-			cmd := fmt.Sprintf("%s -c -a %s -cmtime %d", userPing, p.B.Addr, conns)
-			res, err := p.A.Run(ctx, cmd)
-			if err != nil || res.ExitCode != 0 {
-				b.Fatalf("%s: %v\n%s%s", cmd, err, res.Stdout, res.Stderr)
+		for r := -1; r < rounds; r++ { // round 0 warms up and is not counted
+			run(load)
+			c := run(fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns))
+			k := run(fmt.Sprintf("%s -backend kernel -c -a %s -cmtime %d", ping, p.B.Addr, conns))
+			run(unload)
+			e := run(fmt.Sprintf("%s -c -a %s -cmtime %d", userPing, p.B.Addr, conns))
+			fmt.Fprintf(os.Stderr, "bench-vm: round %d same guests: connect librdmacm %.2f ms, rdmacm-ping kernel %.2f ms, rdmacm-ping engine %.2f ms (create qp %.2f / %.2f / %.2f ms)\n",
+				r+1, c["connect"], k["connect"], e["connect"], c["create qp"], k["create qp"], e["create qp"])
+			if r < 0 {
+				continue
 			}
-			tbl := cmtimeTable(res.Stdout)
-			v, ok := tbl["connect"]
-			if !ok {
-				b.Fatalf("%s: no connect row:\n%s", cmd, res.Stdout)
-			}
-			b.Logf("round %d engine: connect %.2f ms for %d connections\n%s", r+1, v, conns, res.Stdout)
-			fmt.Fprintf(os.Stderr, "bench-vm: round %d rdmacm-ping -backend user (engine): connect %.2f ms for %d connections; create qp %.2f ms\n", r+1, v, conns, tbl["create qp"])
-			if r >= 0 {
-				ms = append(ms, v)
-				for k, x := range tbl {
-					steps[k] = append(steps[k], x)
-				}
-			}
+			ms["c"] = append(ms["c"], c["connect"])
+			ms["k"] = append(ms["k"], k["connect"])
+			ms["e"] = append(ms["e"], e["connect"])
 		}
 	}
-	b.ReportMetric(median(ms), "engine-connect-ms")
-	for _, k := range []string{"create id", "resolve addr", "resolve route", "create qp", "disconnect", "destroy"} {
-		b.Logf("engine %s: median %.2f ms", k, median(steps[k]))
-	}
-	b.Logf("connect, %d connections, engine: %v ms", conns, ms)
+	c, k, e := median(ms["c"]), median(ms["k"]), median(ms["e"])
+	b.ReportMetric(c, "librdmacm-connect-ms")
+	b.ReportMetric(k, "go-kernel-connect-ms")
+	b.ReportMetric(e, "engine-connect-ms")
+	b.ReportMetric(e/c, "engine/librdmacm")
+	b.ReportMetric(e/k, "engine/go-kernel")
+	b.ReportMetric(k/c, "go-kernel/librdmacm")
 }

@@ -223,3 +223,17 @@ func MunmapShort(b []byte) error {
 	}
 	return nil
 }
+
+// ReadShort reads from a non-blocking fd with a raw syscall (EAGAIN when
+// nothing is queued), for event and MAD reads driven by the netpoller.
+func ReadShort(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	runtime.KeepAlive(b)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
