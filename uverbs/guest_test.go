@@ -648,7 +648,33 @@ func TestGuestPermissionNamesNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chmod(dev.Verbs.Path, st.Mode().Perm())
-	// The share is not readable by nobody: run a copy from a local dir.
+	out := runAsNobody(t, envOpenChild)
+	want := "matches ErrPermission=true EACCES=true: uverbs: open on rxe0 (" + dev.Verbs.Path + ")"
+	if !strings.HasPrefix(string(out), want) {
+		t.Errorf("child said %q, want prefix %q", out, want)
+	}
+	t.Logf("%s", out)
+}
+
+// TestGuestMemlockLimit registers 1 MiB as user nobody (no CAP_IPC_LOCK)
+// with RLIMIT_MEMLOCK at 64 KiB: the kernel refuses to pin (ib_umem_get:
+// ENOMEM) and the error names the limit and how to raise it.
+func TestGuestMemlockLimit(t *testing.T) {
+	guestDevice(t)
+	out := runAsNobody(t, envMemlockChild)
+	for _, want := range []string{"matches ENOMEM=true", "RLIMIT_MEMLOCK is 65536 bytes", "ulimit -l"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("child said %q, want %q in it", out, want)
+		}
+	}
+	t.Logf("%s", out)
+}
+
+// runAsNobody runs a copy of this test binary as user nobody (uid 65534,
+// no capabilities) with env=1 and returns its output. The share is not
+// readable by nobody, so the copy lives in a local directory.
+func runAsNobody(t *testing.T, env string) []byte {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -662,67 +688,22 @@ func TestGuestPermissionNamesNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	child := dir + "/open-child"
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	child := dir + "/child"
 	if err := os.WriteFile(child, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(child)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), envOpenChild+"=1")
+	cmd.Env = append(os.Environ(), env+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-	want := "matches ErrPermission=true EACCES=true: uverbs: open on rxe0 (" + dev.Verbs.Path + ")"
-	if !strings.HasPrefix(string(out), want) {
-		t.Errorf("child said %q, want prefix %q", out, want)
-	}
-	t.Logf("%s", out)
-}
-
-// TestGuestMemlockLimit registers 1 MiB as user nobody (no CAP_IPC_LOCK)
-// with RLIMIT_MEMLOCK at 64 KiB: the kernel refuses to pin (ib_umem_get:
-// ENOMEM) and the error names the limit and how to raise it.
-func TestGuestMemlockLimit(t *testing.T) {
-	guestDevice(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "uverbs-memlock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	child := dir + "/memlock-child"
-	if err := os.WriteFile(child, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(child)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), envMemlockChild+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	for _, want := range []string{"matches ENOMEM=true", "RLIMIT_MEMLOCK is 65536 bytes", "ulimit -l"} {
-		if !strings.Contains(string(out), want) {
-			t.Fatalf("child said %q, want %q in it", out, want)
-		}
-	}
-	t.Logf("%s", out)
+	return out
 }
 
 // resourceCounts parses `rdma resource show` for rxe0.
