@@ -443,17 +443,27 @@ func (x *Context) QueryGIDTable() ([]GIDEntry, error) {
 	if err != nil {
 		return nil, opErr("query GID table", x.dev.Name, err)
 	}
-	out := make([]GIDEntry, 0, num)
-	for _, e := range entries[:min(num, uint64(len(entries)))] {
-		g := GIDEntry{Port: int(e.PortNum), Index: int(e.GIDIndex), GID: GID(e.GID), Type: GIDType(e.GIDType), NetdevIndex: int(e.NetdevIfindex)}
-		if g.NetdevIndex != 0 {
-			if ifc, err := net.InterfaceByIndex(g.NetdevIndex); err == nil {
-				g.Netdev = ifc.Name
+	out := gidEntries(entries, num)
+	for i := range out {
+		if out[i].NetdevIndex != 0 {
+			if ifc, err := net.InterfaceByIndex(out[i].NetdevIndex); err == nil {
+				out[i].Netdev = ifc.Name
 			}
 		}
-		out = append(out, g)
 	}
 	return out, nil
+}
+
+// gidEntries decodes a QUERY_GID_TABLE answer: the kernel's entry count
+// is trusted only up to the entries we gave it room for.
+func gidEntries(entries []abi.UverbsGIDEntry, num uint64) []GIDEntry {
+	entries = entries[:min(num, uint64(len(entries)))]
+	out := make([]GIDEntry, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, GIDEntry{Port: int(e.PortNum), Index: int(e.GIDIndex), GID: GID(e.GID),
+			Type: GIDType(e.GIDType), NetdevIndex: int(e.NetdevIfindex)})
+	}
+	return out
 }
 
 // sysfsGIDs reads the GID tables again from sysfs.

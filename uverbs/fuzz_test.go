@@ -233,3 +233,31 @@ func FuzzParseGUID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGIDEntries decodes arbitrary QUERY_GID_TABLE answers: a buffer of
+// entries as the kernel filled it and an arbitrary entry count. Never more
+// entries than the buffer held, each one field for field.
+func FuzzGIDEntries(f *testing.F) {
+	one := abi.UverbsGIDEntry{GID: [16]byte{10: 0xff, 11: 0xff, 12: 192, 15: 1}, GIDIndex: 1, PortNum: 1, GIDType: 2, NetdevIfindex: 2}
+	f.Add(abi.Bytes(&one), uint64(1))
+	f.Add(append(abi.Bytes(&one), abi.Bytes(&one)...), uint64(1<<63))
+	f.Add([]byte{}, uint64(3))
+	f.Fuzz(func(t *testing.T, raw []byte, num uint64) {
+		size := len(abi.Bytes(&abi.UverbsGIDEntry{}))
+		entries := make([]abi.UverbsGIDEntry, len(raw)/size)
+		for i := range entries {
+			entries[i] = abi.Decode[abi.UverbsGIDEntry](raw[i*size : (i+1)*size])
+		}
+		out := gidEntries(entries, num)
+		if uint64(len(out)) > num || len(out) > len(entries) {
+			t.Fatalf("%d entries from %d in the buffer and a count of %d", len(out), len(entries), num)
+		}
+		for i, g := range out {
+			e := entries[i]
+			if g.GID != GID(e.GID) || g.Index != int(e.GIDIndex) || g.Port != int(e.PortNum) ||
+				g.Type != GIDType(e.GIDType) || g.NetdevIndex != int(e.NetdevIfindex) {
+				t.Fatalf("entry %d: %+v from %+v", i, g, e)
+			}
+		}
+	})
+}
