@@ -38,8 +38,10 @@
 //
 // Timers use the kernel's approximation of 4.096 µs × 2^n as 2^(n-8) ms
 // (cm_convert_to_ms). A REQ is resent every 2 × PacketLifeTime + remote CM
-// response timeout, a REP and a DREQ every local CM response timeout of the
-// REQ, MaxCMRetries times; an MRA replaces the wait with its service
+// response timeout, a REP every local CM response timeout of the REQ, and a
+// DREQ at its side's interval (the REQ's on the active side, the REQ's
+// local CM response timeout on the passive side: cm_id_priv->timeout_ms),
+// MaxCMRetries times; an MRA replaces the wait with its service
 // timeout plus the path's ACK timeout. When retries run out the engine
 // reports ReqError, RepError or DreqError and sends nothing (the kernel's
 // cm_process_send_error sends no REJ). TimeWait lasts the QP's local ACK

@@ -1,0 +1,159 @@
+//go:build linux
+
+package umad
+
+// The peer guest falls silent (guest b's eth0 goes down: nothing it had
+// sent or would send reaches us, as if the guest died). The engine must
+// find out through its own CM timers and free everything. Kept before
+// reliability_guest_test.go in file order: TestGuestOversizedMAD must stay
+// the last test of the package.
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-rdma/rdmacm/cm/engine"
+	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/mad"
+)
+
+// silencePeer takes guest b's wire down and returns the function that
+// brings it back (waiting until b's RoCE port and IPv4 GID are back).
+func silencePeer(t *testing.T, ctx context.Context) (restore func()) {
+	t.Helper()
+	if res, err := guest.Peer().Run(ctx, "ip link set eth0 down"); err != nil || res.ExitCode != 0 {
+		t.Fatalf("eth0 down on guest b: %v %+v", err, res)
+	}
+	done := false
+	restore = func() {
+		if done {
+			return
+		}
+		done = true
+		gid := fmt.Sprintf("%x", [16]byte(mad.GIDFromAddr(netip.MustParseAddr(guest.Peer().Addr))))
+		script := fmt.Sprintf(`ip link set eth0 up; for i in $(seq 200); do
+			grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state && cat /sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | tr -d : | grep -q %s && exit 0; sleep 0.1; done; exit 1`, gid)
+		if res, err := guest.Peer().Run(context.Background(), script); err != nil || res.ExitCode != 0 {
+			t.Errorf("guest b's RoCE port did not come back: %v %+v", err, res)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// TestGuestPeerSilentAfterEstablished: established with rping -s in guest
+// b, then b falls silent. Our DREQ is sent MaxCMRetries+1 times, each
+// waiting the active side's timeout_ms, 2 × PacketLifeTime + the remote CM
+// response timeout (ib_send_cm_req, cm_send_handler); DREQ_ERROR follows,
+// then TimeWait, TIMEWAIT_EXIT and nothing left.
+func TestGuestPeerSilentAfterEstablished(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	needNoKernelCM(t, ctx)
+	g := startGuestCM(t, ctx, guestOpts{cfg: func(c *engine.Config) { c.MaxCMRetries, c.CMResponseTimeout = 2, 16 }})
+	srv, err := guest.Peer().Start(ctx, "rping -s -a "+guest.Peer().Addr+" -p 7179 -C 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(context.Background())
+	waitPeerListening(t, ctx, 7179)
+	var id engine.ID
+	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
+		id, err = e.Connect(now, engine.ConnectParams{PortSpace: mad.PortSpaceTCP,
+			Src:  netip.AddrPortFrom(netip.MustParseAddr(guest.Local().Addr), 41002),
+			Dst:  netip.AddrPortFrom(netip.MustParseAddr(guest.Peer().Addr), 7179),
+			Path: g.path(), QPN: 0x1239, ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g.wait(t, ctx, engine.EventConnectReply)
+	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Establish(now, id, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	restore := silencePeer(t, ctx)
+	retx := g.d.Stats().Retransmits
+	start := time.Now()
+	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Disconnect(now, id, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitAny(t, ctx, g, engine.EventDreqError, engine.EventDisconnectReply, engine.EventDisconnectRequest)
+	took := time.Since(start)
+	// 3 sends, 2 × 2^(18-8) + 2^(16-8) = 2304 ms apart.
+	const want = 3 * 2304 * time.Millisecond
+	if ev.Type != engine.EventDreqError || took < want || took > want+5*time.Second {
+		t.Fatalf("got %v after %v, want DREQ_ERROR after about %v", ev.Type, took, want)
+	}
+	if n := g.d.Stats().Retransmits - retx; n != 2 {
+		t.Errorf("%d DREQ retransmissions, want 2", n)
+	}
+	g.wait(t, ctx, engine.EventTimewaitExit)
+	_ = g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Destroy(now, id) })
+	waitLen(t, ctx, g, 0)
+	t.Logf("DREQ_ERROR after %v; nothing left", took)
+	restore()
+}
+
+// TestGuestPeerSilentMidHandshake: rping -c in guest b sends its REQ, then
+// b falls silent before our REP. The REP is resent per the REQ's local CM
+// response timeout and max CM retries (b's kernel: 20 and 15, so 16 sends
+// 4.096 s apart); REP_ERROR follows and nothing is left after Destroy.
+func TestGuestPeerSilentMidHandshake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	needNoKernelCM(t, ctx)
+	g := startGuestCM(t, ctx)
+	const port = 7180
+	var lid engine.ID
+	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
+		lid, err = e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := guest.Peer().Start(ctx, fmt.Sprintf("rping -c -a %s -p %d -C 1", guest.Local().Addr, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Stop(context.Background())
+	req := g.wait(t, ctx, engine.EventConnectRequest)
+	restore := silencePeer(t, ctx)
+	start := time.Now()
+	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
+		return e.Accept(now, req.ID, engine.AcceptParams{QPN: 0x123a, ResponderResources: req.Conn.ResponderResources,
+			InitiatorDepth: req.Conn.InitiatorDepth, RNRRetryCount: 7})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitAny(t, ctx, g, engine.EventRepError, engine.EventEstablished, engine.EventRejected)
+	took := time.Since(start)
+	const want = 16 * 4096 * time.Millisecond
+	if ev.Type != engine.EventRepError || took < want || took > want+10*time.Second {
+		t.Fatalf("got %v after %v, want REP_ERROR after about %v", ev.Type, took, want)
+	}
+	_ = g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Destroy(now, req.ID) })
+	_ = g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Destroy(now, lid) })
+	waitLen(t, ctx, g, 0)
+	t.Logf("REP_ERROR after %v; nothing left", took)
+	restore()
+}
+
+// waitPeerListening waits until guest b's kernel lists a listener on port.
+func waitPeerListening(t *testing.T, ctx context.Context, port int) {
+	t.Helper()
+	for {
+		r, err := guest.Peer().Run(ctx, "rdma resource show cm_id")
+		if err == nil && strings.Contains(r.Stdout, fmt.Sprintf(":%d ", port)) && strings.Contains(r.Stdout, "LISTEN") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("guest b: no listener on port %d", port)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
