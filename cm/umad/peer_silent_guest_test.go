@@ -2,9 +2,9 @@
 
 package umad
 
-// The peer guest falls silent (guest b's eth0 goes down: nothing it had
-// sent or would send reaches us, as if the guest died). The engine must
-// find out through its own CM timers and free everything. Kept before
+// The peer guest falls silent: nothing we send reaches it, as if it had
+// died. The engine must find out through its own CM timers and free
+// everything. Kept before
 // reliability_guest_test.go in file order: TestGuestOversizedMAD must stay
 // the last test of the package.
 
@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +22,17 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 )
 
-// silencePeer takes guest b's wire down and returns the function that
-// brings it back (waiting until b's RoCE port and IPv4 GID are back).
+// silencePeer black-holes everything we send to guest b: a permanent
+// neighbour entry gives b's address a MAC nobody has, so every MAD we send
+// (umad resolves the MAC per send) leaves for nowhere and b never answers,
+// as if it had died. Taking b's eth0 down instead left b's CM deaf after
+// it came back up (its next handshake got no RTU to our REP), spoiling
+// the tests after it. restore removes the entry.
 func silencePeer(t *testing.T, ctx context.Context) (restore func()) {
 	t.Helper()
-	if res, err := guest.Peer().Run(ctx, "ip link set eth0 down"); err != nil || res.ExitCode != 0 {
-		t.Fatalf("eth0 down on guest b: %v %+v", err, res)
+	peer := guest.Peer().Addr
+	if out, err := exec.Command("ip", "neigh", "replace", peer, "lladdr", "02:00:00:00:00:99", "nud", "permanent", "dev", "eth0").CombinedOutput(); err != nil {
+		t.Fatalf("black-holing %s: %v\n%s", peer, err, out)
 	}
 	done := false
 	restore = func() {
@@ -34,11 +40,8 @@ func silencePeer(t *testing.T, ctx context.Context) (restore func()) {
 			return
 		}
 		done = true
-		gid := fmt.Sprintf("%x", [16]byte(mad.GIDFromAddr(netip.MustParseAddr(guest.Peer().Addr))))
-		script := fmt.Sprintf(`ip link set eth0 up; for i in $(seq 200); do
-			grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state && cat /sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | tr -d : | grep -q %s && exit 0; sleep 0.1; done; exit 1`, gid)
-		if res, err := guest.Peer().Run(context.Background(), script); err != nil || res.ExitCode != 0 {
-			t.Errorf("guest b's RoCE port did not come back: %v %+v", err, res)
+		if out, err := exec.Command("ip", "neigh", "del", peer, "dev", "eth0").CombinedOutput(); err != nil {
+			t.Errorf("restoring the neighbour entry of %s: %v\n%s", peer, err, out)
 		}
 	}
 	t.Cleanup(restore)
@@ -46,7 +49,7 @@ func silencePeer(t *testing.T, ctx context.Context) (restore func()) {
 }
 
 // TestGuestPeerSilentAfterEstablished: established with rping -s in guest
-// b, then b falls silent. Our DREQ is sent MaxCMRetries+1 times, each
+// b, then b falls silent (silencePeer). Our DREQ is sent MaxCMRetries+1 times, each
 // waiting the active side's timeout_ms, 2 × PacketLifeTime + the remote CM
 // response timeout (ib_send_cm_req, cm_send_handler); DREQ_ERROR follows,
 // then TimeWait, TIMEWAIT_EXIT and nothing left.
@@ -99,7 +102,8 @@ func TestGuestPeerSilentAfterEstablished(t *testing.T) {
 }
 
 // TestGuestPeerSilentMidHandshake: rping -c in guest b sends its REQ, then
-// b falls silent before our REP. The REP is resent per the REQ's local CM
+// b falls silent before our REP (silencePeer; b keeps resending its REQ,
+// and each duplicate draws our stored REP, also lost). The REP is resent per the REQ's local CM
 // response timeout and max CM retries (b's kernel: 20 and 15, so 16 sends
 // 4.096 s apart); REP_ERROR follows and nothing is left after Destroy.
 func TestGuestPeerSilentMidHandshake(t *testing.T) {
