@@ -22,8 +22,6 @@ import (
 
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/mad"
-	"github.com/go-rdma/rdmacm/mad/pcap"
-	"github.com/go-rdma/rdmacm/mad/roce"
 )
 
 var (
@@ -408,34 +406,17 @@ func perConnectionREP(m *mad.REP) {
 // rping -s) from the golden capture of rping on the stock guests.
 func kernelMADs(t *testing.T) (req mad.REQ, rep mad.REP) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "mad", "testdata", "captures", "rping-cm.pcap"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
+	pkts, err := vmtest.ReadCMCapture(filepath.Join("..", "..", "mad", "testdata", "captures", "rping-cm.pcap"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var haveREQ, haveREP bool
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			break
-		}
-		pkt, err := roce.Decode(rec.Data)
-		if err != nil {
-			continue
-		}
-		m, err := pkt.MAD()
-		if err != nil {
-			continue
-		}
-		if v, err := mad.ParseREQ(m); err == nil && !haveREQ {
+	for _, p := range pkts {
+		if v, err := mad.ParseREQ(p.MAD); err == nil && !haveREQ {
 			v.Decode(&req)
 			haveREQ = true
 		}
-		if v, err := mad.ParseREP(m); err == nil && !haveREP {
+		if v, err := mad.ParseREP(p.MAD); err == nil && !haveREP {
 			v.Decode(&rep)
 			haveREP = true
 		}
