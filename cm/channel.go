@@ -27,6 +27,12 @@ type Options struct {
 	// backend's MADs are built in the kernel: Open fails there (capture
 	// the wire with tcpdump instead).
 	Trace io.Writer
+	// UMADSends makes the user backend send its MADs through ib_umad's
+	// write, as it receives them. By default it sends them from a UD QP
+	// of its own (umad.UDSend), which on RoCE resolves each destination's
+	// MAC once instead of once per MAD, and falls back to umad where that
+	// QP cannot be made (no uverbs data path, no CAP_NET_RAW).
+	UMADSends bool
 }
 
 // Channel is an event channel (struct rdma_event_channel): a connection

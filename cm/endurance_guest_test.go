@@ -284,7 +284,7 @@ func userHeld(ch *Channel) (held string, empty, ok bool, err error) {
 	u.mu.Unlock()
 	var conns, timers int
 	var st engine.Stats
-	var sendErrs uint64
+	var sendErrs, udSends, umadSends, ahs uint64
 	for _, p := range ports {
 		err = errors.Join(err, p.d.Do(func(e *engine.Engine, _ time.Time) error {
 			conns += e.Len()
@@ -297,9 +297,22 @@ func userHeld(ch *Channel) (held string, empty, ok bool, err error) {
 		st.Retransmits += s.Retransmits
 		st.Malformed += s.Malformed
 		sendErrs += p.d.SendErrors.Load()
+		if p.ud == nil {
+			err = errors.Join(err, fmt.Errorf("port %s/%d sends through umad: %w", p.dev.Name, p.port.Num, p.udErr))
+			continue
+		}
+		udSends += p.ud.UDSends.Load()
+		umadSends += p.ud.UMADSends.Load()
+		ahs += p.ud.AHs.Load()
+		if f := p.ud.Failed(); f != nil {
+			err = errors.Join(err, fmt.Errorf("UD send path failed: %w", f))
+		}
 	}
-	held = fmt.Sprintf("backend ids=%d bound=%d mapped=%d engine ids=%d timers=%d (received %d, dropped %d, retransmits %d, malformed %d, send errors %d)",
-		ids, bound, mapped, conns, timers, st.Received, st.Dropped, st.Retransmits, st.Malformed, sendErrs)
+	if umadSends != 0 {
+		err = errors.Join(err, fmt.Errorf("%d MADs went through umad", umadSends))
+	}
+	held = fmt.Sprintf("backend ids=%d bound=%d mapped=%d engine ids=%d timers=%d (received %d, dropped %d, retransmits %d, malformed %d, send errors %d; sent from the UD QP %d, through umad %d, AHs %d)",
+		ids, bound, mapped, conns, timers, st.Received, st.Dropped, st.Retransmits, st.Malformed, sendErrs, udSends, umadSends, ahs)
 	return held, ids+bound+mapped+conns+timers == 0, true, err
 }
 
@@ -457,7 +470,7 @@ func TestGuestEndurance(t *testing.T) {
 			t.Errorf("the user backend still holds state after %d cycles: %s", cycles, held)
 		}
 		if heldErr != nil {
-			t.Errorf("engine invariants: %v", heldErr)
+			t.Errorf("engine invariants or send path: %v", heldErr)
 		}
 	}
 	if fmt.Sprint(res) != fmt.Sprint(baseRes) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -58,6 +57,8 @@ type userPort struct {
 	port     uverbs.Port
 	guid     [8]byte
 	d        *umad.Driver
+	ud       *umad.UDSend         // nil: MADs are sent through umad
+	udErr    error                // why there is no UD send path
 	byEngine map[engine.ID]uint32 // guarded by user.mu
 }
 
@@ -92,7 +93,8 @@ type userListen struct {
 // openUser opens every RoCE port's umad device and registers the CM class
 // on it. It fails when no port could be registered: with umad.ErrKernelCM
 // when the kernel's ib_cm owns the class.
-func openUser(trace io.Writer) (*user, error) {
+func openUser(o *Options) (*user, error) {
+	trace := o.Trace
 	devs, err := uverbs.Devices()
 	if err != nil {
 		return nil, fmt.Errorf("cm: user backend: %w", err)
@@ -105,7 +107,7 @@ func openUser(trace io.Writer) (*user, error) {
 			if p.LinkLayer != uverbs.LinkEthernet || i >= len(dev.UMAD) || !dev.UMAD[i].Present {
 				continue
 			}
-			up, err := u.openPort(dev, p, dev.UMAD[i].Path)
+			up, err := u.openPort(dev, p, dev.UMAD[i].Path, !o.UMADSends)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -142,12 +144,18 @@ func openUser(trace io.Writer) (*user, error) {
 	return u, nil
 }
 
-func (u *user) openPort(dev uverbs.Device, p uverbs.Port, umadPath string) (*userPort, error) {
-	t, err := umad.Open(umadPath)
+func (u *user) openPort(dev uverbs.Device, p uverbs.Port, umadPath string, udSends bool) (*userPort, error) {
+	port, err := umad.Open(umadPath)
 	if err != nil {
 		return nil, err
 	}
+	var t umad.Transport = port
 	up := &userPort{dev: dev, port: p, guid: [8]byte(dev.NodeGUID), byEngine: map[engine.ID]uint32{}}
+	if udSends {
+		if up.ud, up.udErr = umad.NewUDSend(port, dev, uint8(p.Num)); up.udErr == nil {
+			t = up.ud
+		}
+	}
 	var gids []mad.GID
 	for _, g := range p.GIDs {
 		if g.Type == uverbs.GIDTypeRoCEv2 {
@@ -155,7 +163,10 @@ func (u *user) openPort(dev uverbs.Device, p uverbs.Port, umadPath string) (*use
 		}
 	}
 	e, err := engine.New(engine.Config{
-		CAGUID: beUint64(up.guid), Source: umad.NewRandomSource(0),
+		// umad puts its agent's hi_tid in the TIDs' upper half; from the
+		// UD QP they leave as the engine makes them, so make them differ
+		// between instances as hi_tid does.
+		CAGUID: beUint64(up.guid), Source: umad.NewRandomSource(rand.Uint32()),
 		ACKDelay:  15, // rxe's local_ca_ack_delay; the REP's target ACK delay
 		LocalGIDs: gids,
 	})
@@ -846,7 +857,7 @@ func openAuto(o *Options) (backend, error) {
 	if _, err := os.Stat(abi.UcmaDevicePath); err == nil {
 		return openKernelBackend(o)
 	}
-	u, uerr := openUser(o.Trace)
+	u, uerr := openUser(o)
 	if uerr == nil {
 		return u, nil
 	}
@@ -858,7 +869,7 @@ func openAuto(o *Options) (backend, error) {
 }
 
 func openUserBackend(o *Options) (backend, error) {
-	u, err := openUser(o.Trace)
+	u, err := openUser(o)
 	if err != nil {
 		return nil, err
 	}

@@ -27,8 +27,9 @@ type tracer struct {
 	err error
 }
 
-func (t *tracer) write(src, dst mad.GID, hop, tc uint8, m []byte) {
+func (t *tracer) write(src, dst mad.GID, srcQP uint32, hop, tc uint8, m []byte) {
 	f := roce.GSIFrame(m)
+	f.SrcQP = srcQP
 	f.SrcIP, f.DstIP = netip.AddrFrom16(src).Unmap(), netip.AddrFrom16(dst).Unmap()
 	if hop != 0 {
 		f.HopLimit = hop
@@ -61,15 +62,24 @@ func (tt *tracedTransport) local(idx uint8) mad.GID {
 	return mad.GID{}
 }
 
+// sourceQP is the QP the port's next MAD leaves from: its UD QP, or the
+// GSI QP when umad sends it.
+func (p *userPort) sourceQP() uint32 {
+	if p.ud != nil && p.ud.Failed() == nil {
+		return p.ud.QPN()
+	}
+	return 1
+}
+
 func (tt *tracedTransport) Send(to engine.Addr, m []byte) error {
-	tt.t.write(tt.local(to.SGIDIndex), to.GID, to.HopLimit, to.TrafficClass, m)
+	tt.t.write(tt.local(to.SGIDIndex), to.GID, tt.p.sourceQP(), to.HopLimit, to.TrafficClass, m)
 	return tt.Transport.Send(to, m)
 }
 
 func (tt *tracedTransport) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
 	from, n, err := tt.Transport.Recv(ctx, buf)
 	if err == nil && n >= mad.MADSize {
-		tt.t.write(from.GID, tt.local(from.SGIDIndex), from.HopLimit, from.TrafficClass, buf[:n])
+		tt.t.write(from.GID, tt.local(from.SGIDIndex), from.QPN, from.HopLimit, from.TrafficClass, buf[:n])
 	}
 	return from, n, err
 }

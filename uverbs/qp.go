@@ -41,6 +41,10 @@ type QP struct {
 	err  error
 }
 
+// HasDataPath reports whether PostSend and PostRecv work on this QP: the
+// provider has a data path in this package (rxe).
+func (q *QP) HasDataPath() bool { return q.ops != nil }
+
 // Num is the QP number.
 func (q *QP) Num() uint32 { return q.num }
 

@@ -35,6 +35,7 @@ type config struct {
 	timeout         int // seconds for each blocking step
 	cpuprofile      string
 	pcap            string // -pcap FILE: the user backend's MADs, RoCEv2-framed
+	umadSends       bool   // -umad-sends: the user backend sends through umad
 }
 
 const usageText = `usage:
@@ -58,6 +59,7 @@ const usageText = `usage:
 	-disconnect-first	with -connect-only on a server: disconnect first instead of waiting for the peer
 	-backend kernel|user|auto	connection manager backend (default auto)
 	-pcap FILE	write the CM MADs the user backend sends and receives (RoCEv2 framing)
+	-umad-sends	user backend: send MADs through umad, not from a UD QP (slower; for comparison)
 	-cmtime N	client: time N connections as cmtime does; server: serve them
 	-t seconds	timeout of each step (default 30)
 	-cpuprofile FILE	write a CPU profile (for tuning)`
@@ -66,7 +68,7 @@ const usageText = `usage:
 // of short options.
 var longFlags = map[string]bool{
 	"ece": true, "reject-ece": true, "connect-only": true, "disconnect-first": true, "backend": true, "cmtime": true, "help": true,
-	"cpuprofile": true, "pcap": true,
+	"cpuprofile": true, "pcap": true, "umad-sends": true,
 }
 
 func parseArgs(args []string) (*config, error) {
@@ -190,6 +192,8 @@ func (c *config) setLong(name, v string) error {
 		c.cpuprofile = v
 	case "pcap":
 		c.pcap = v
+	case "umad-sends":
+		c.umadSends = true
 	case "connect-only":
 		c.connectOnly = true
 	case "disconnect-first":

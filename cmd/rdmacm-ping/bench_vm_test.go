@@ -102,8 +102,10 @@ func median(v []float64) float64 {
 // iw_cm, rdma_cm, rdma_ucm from /mods), runs cmtime's C client and
 // `rdmacm-ping -backend kernel -cmtime N`, unloads it (the engine can
 // only register the CM class without ib_cm) and runs `rdmacm-ping
-// -backend user -cmtime N`, all against one `cmtime -b` in guest b. It
-// reports the median connect step of each and the engine's ratios.
+// -backend user -cmtime N` (MADs sent from a UD QP) and the same with
+// -umad-sends (MADs sent through umad), all against one `cmtime -b` in
+// guest b. It reports the median connect step of each and the engine's
+// ratios.
 //
 //	VMTEST=1 go test -run '^$' -bench 'CmtimeUserVM' -benchtime 1x ./cmd/rdmacm-ping/
 func BenchmarkCmtimeUserVM(b *testing.B) {
@@ -134,20 +136,24 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 			k := run(fmt.Sprintf("%s -backend kernel -c -a %s -cmtime %d", ping, p.B.Addr, conns))
 			run(unload)
 			e := run(fmt.Sprintf("%s -c -a %s -cmtime %d", userPing, p.B.Addr, conns))
-			fmt.Fprintf(os.Stderr, "bench-vm: round %d same guests: connect librdmacm %.2f ms, rdmacm-ping kernel %.2f ms, rdmacm-ping engine %.2f ms (create qp %.2f / %.2f / %.2f ms)\n",
-				r+1, c["connect"], k["connect"], e["connect"], c["create qp"], k["create qp"], e["create qp"])
+			u := run(fmt.Sprintf("%s -umad-sends -c -a %s -cmtime %d", userPing, p.B.Addr, conns))
+			fmt.Fprintf(os.Stderr, "bench-vm: round %d same guests: connect librdmacm %.2f ms, rdmacm-ping kernel %.2f ms, rdmacm-ping engine %.2f ms, engine with umad sends %.2f ms (create qp %.2f / %.2f / %.2f / %.2f ms)\n",
+				r+1, c["connect"], k["connect"], e["connect"], u["connect"], c["create qp"], k["create qp"], e["create qp"], u["create qp"])
 			if r < 0 {
 				continue
 			}
 			ms["c"] = append(ms["c"], c["connect"])
 			ms["k"] = append(ms["k"], k["connect"])
 			ms["e"] = append(ms["e"], e["connect"])
+			ms["u"] = append(ms["u"], u["connect"])
 		}
 	}
-	c, k, e := median(ms["c"]), median(ms["k"]), median(ms["e"])
+	c, k, e, u := median(ms["c"]), median(ms["k"]), median(ms["e"]), median(ms["u"])
 	b.ReportMetric(c, "librdmacm-connect-ms")
 	b.ReportMetric(k, "go-kernel-connect-ms")
 	b.ReportMetric(e, "engine-connect-ms")
+	b.ReportMetric(u, "engine-umad-sends-connect-ms")
+	b.ReportMetric(e/u, "engine/engine-umad-sends")
 	b.ReportMetric(e/c, "engine/librdmacm")
 	b.ReportMetric(e/k, "engine/go-kernel")
 	b.ReportMetric(k/c, "go-kernel/librdmacm")

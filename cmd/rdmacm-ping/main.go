@@ -61,7 +61,7 @@ type app struct {
 }
 
 func run(ctx context.Context, cfg *config) error {
-	opts := &cm.Options{Backend: cfg.backend}
+	opts := &cm.Options{Backend: cfg.backend, UMADSends: cfg.umadSends}
 	if cfg.pcap != "" {
 		f, err := os.Create(cfg.pcap)
 		if err != nil {

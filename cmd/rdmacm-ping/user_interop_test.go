@@ -195,21 +195,33 @@ func ip4(s string) [4]byte {
 
 // TestUserBackendRping: rdmacm-ping on the user-space CM against rping on
 // the kernel CM, 10 pings each way with data checked, library and
-// external (-q) QPs. The client disconnects in both runs, so the engine
+// external (-q) QPs, MADs sent from the backend's UD QP and (-umad-sends)
+// through umad. The client disconnects in both runs, so the engine
 // both sends the DREQ (go client) and answers one (rping client); the
 // capture proves who sent what, and tshark and cmdump decode it.
 func TestUserBackendRping(t *testing.T) {
 	p := userPair(t)
 	a, b := p.A, p.B
-	for _, q := range []string{"", " -q"} {
-		t.Run("go-client-rping-server"+q, func(t *testing.T) {
+	// -umad-sends: the engine's MADs go through umad (QP 1) instead of
+	// its UD QP.
+	for _, m := range []struct{ name, goArgs, cArgs string }{{"", "", ""}, {" -q", " -q", " -q"}, {" -umad-sends", " -umad-sends", ""}} {
+		q, gq := m.cArgs, m.goArgs
+		ourQP := func(t *testing.T, pkts []vmtest.CMPacket) {
+			t.Helper()
+			for _, pk := range pkts {
+				if pk.SrcIP == ip4(a.Addr) && (pk.SrcQP == 1) != (gq == " -umad-sends") {
+					t.Errorf("engine %s left QP %d (with %q)", pk.AttrName, pk.SrcQP, gq)
+				}
+			}
+		}
+		t.Run("go-client-rping-server"+m.name, func(t *testing.T) {
 			ctx := ctxFor(t, 3*time.Minute)
 			var cOut string
 			var cCode, sCode int
 			var sOut string
-			pkts := capture(t, ctx, a, "user-go-client"+strings.TrimSpace(q)+".pcap", func() {
+			pkts := capture(t, ctx, a, "user-go-client"+strings.TrimSpace(m.name)+".pcap", func() {
 				wait := cServer(t, ctx, b, 7174, "rping -s -v -a "+b.Addr+" -C 10"+q)
-				cOut, _, cCode = runOn(t, ctx, a, userPing+" -c -v -V -a "+b.Addr+" -C 10"+q)
+				cOut, _, cCode = runOn(t, ctx, a, userPing+" -c -v -V -a "+b.Addr+" -C 10"+gq)
 				sOut, sCode = wait()
 			})
 			if cCode != 0 || sCode != 0 {
@@ -225,13 +237,14 @@ func TestUserBackendRping(t *testing.T) {
 			if got := names(pkts, ip4(b.Addr)); !cmp.Equal(got, []string{"REP", "DREP"}) {
 				t.Fatalf("kernel (b) sent %v, want [REP DREP]", got)
 			}
+			ourQP(t, pkts)
 		})
-		t.Run("rping-client-go-server"+q, func(t *testing.T) {
+		t.Run("rping-client-go-server"+m.name, func(t *testing.T) {
 			ctx := ctxFor(t, 3*time.Minute)
 			var sOut, cOut string
 			var sCode, cCode int
-			pkts := capture(t, ctx, a, "user-go-server"+strings.TrimSpace(q)+".pcap", func() {
-				wait := goServer(t, ctx, a, "-s -v -a "+a.Addr+q)
+			pkts := capture(t, ctx, a, "user-go-server"+strings.TrimSpace(m.name)+".pcap", func() {
+				wait := goServer(t, ctx, a, "-s -v -a "+a.Addr+gq)
 				cOut, _, cCode = runOn(t, ctx, b, "rping -c -v -V -a "+a.Addr+" -C 10"+q)
 				sOut, _, sCode = wait()
 			})
@@ -246,6 +259,7 @@ func TestUserBackendRping(t *testing.T) {
 			if got := names(pkts, ip4(b.Addr)); !cmp.Equal(got, []string{"REQ", "RTU", "DREQ"}) {
 				t.Fatalf("kernel (b) sent %v, want [REQ RTU DREQ]", got)
 			}
+			ourQP(t, pkts)
 		})
 	}
 }
@@ -484,8 +498,29 @@ func TestUserBackendMADsMatchKernel(t *testing.T) {
 	if d := cmp.Diff(krep, rep); d != "" {
 		t.Errorf("engine REP differs from the kernel's (-kernel +engine):\n%s", d)
 	}
+	// Our MADs leave from the backend's UD QP (umad.UDSend), not QP 1,
+	// for the peer's QP 1 with the GSI Q_Key; b's kernel CM answered them.
+	wireQPs := map[uint32]bool{}
+	for _, pk := range ours {
+		if pk.SrcIP != ip4(a.Addr) {
+			continue
+		}
+		if pk.SrcQP <= 1 || pk.DestQP != 1 || pk.QKey != 0x80010000 {
+			t.Errorf("engine %s on the wire: QP %d → %d, Q_Key %#x; want our UD QP → 1, 0x80010000", pk.AttrName, pk.SrcQP, pk.DestQP, pk.QKey)
+		}
+		wireQPs[pk.SrcQP] = true
+	}
 	// The engine's own trace of the first session.
 	host := a.HostPath(trace)
+	traced, err := vmtest.ReadCMCapture(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pk := range traced {
+		if pk.SrcIP == ip4(a.Addr) && !wireQPs[pk.SrcQP] {
+			t.Errorf("-pcap trace: %s from QP %d, which sent nothing on the wire (%v)", pk.AttrName, pk.SrcQP, wireQPs)
+		}
+	}
 	out := cmdumpLines(t, host)
 	for _, w := range []string{" REQ ", " REP ", " RTU ", " DREQ ", " DREP ", "5 CM MADs, 0 skipped (not CM), 0 malformed"} {
 		if !strings.Contains(out, w) {

@@ -92,6 +92,8 @@ type CMPacket struct {
 	SrcIP    [4]byte
 	DstIP    [4]byte
 	DestQP   uint32
+	SrcQP    uint32 // from the DETH
+	QKey     uint32
 	Class    uint8
 	Method   uint8
 	AttrID   uint16
@@ -187,6 +189,8 @@ func parseRoCEFrame(f []byte) (CMPacket, bool) {
 		return p, false
 	}
 	p.DestQP = binary.BigEndian.Uint32(roce[4:]) & 0x00ffffff
+	p.QKey = binary.BigEndian.Uint32(roce[bth:])
+	p.SrcQP = binary.BigEndian.Uint32(roce[bth+4:]) & 0x00ffffff
 	p.MAD = roce[bth+deth : bth+deth+mad]
 	p.Class, p.Method = p.MAD[1], p.MAD[3]
 	p.AttrID = binary.BigEndian.Uint16(p.MAD[16:])
