@@ -4,10 +4,18 @@ package umad
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
@@ -142,4 +150,62 @@ func TestGuestUDSendAgainstKernelCM(t *testing.T) {
 			t.Errorf("no %s of ours on the wire (saw %v)", a, seen)
 		}
 	}
+}
+
+const udsendChildEnv = "UMAD_UDSEND_CHILD"
+
+// TestUDSendChild is run as nobody by TestGuestUDSendNeedsNetRaw.
+func TestUDSendChild(t *testing.T) {
+	if os.Getenv(udsendChildEnv) != "1" {
+		t.Skip("helper for TestGuestUDSendNeedsNetRaw")
+	}
+	dev, err := uverbs.DefaultDiscovery.Device("rxe0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewUDSend(nil, dev, 1)
+	if err == nil {
+		s.x.Close()
+		t.Fatal("UD QP with the GSI Q_Key made without CAP_NET_RAW")
+	}
+	fmt.Printf("UDSEND-REFUSED eperm=%v: %v\n", errors.Is(err, unix.EPERM), err)
+}
+
+// TestGuestUDSendNeedsNetRaw: without CAP_NET_RAW (as nobody) the kernel
+// refuses the controlled GSI Q_Key on our UD QP (EPERM from MODIFY_QP),
+// so NewUDSend fails and the user backend keeps sending through umad.
+func TestGuestUDSendNeedsNetRaw(t *testing.T) {
+	guest.Require(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "udsend-child-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	child := filepath.Join(dir, "child")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(child, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(child, "-test.run", "^TestUDSendChild$", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), udsendChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "UDSEND-REFUSED eperm=true") {
+		t.Fatalf("want NewUDSend to fail with EPERM as nobody:\n%s", out)
+	}
+	t.Logf("as nobody: %s", strings.TrimSpace(string(out)))
 }

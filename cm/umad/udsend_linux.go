@@ -52,13 +52,17 @@ type UDSend struct {
 	UDSends, UMADSends, AHs atomic.Uint64
 }
 
+// ahKey is what an AH for MADs depends on. Not the flow label: the
+// rdma_cm gives every RoCE v2 connection its own (from its ports, for
+// ECMP entropy in the UDP source port), and keying on it would resolve
+// the MAC once per connection again. MADs from the UD QP carry flow label
+// 0, so rxe takes their UDP source port from the QP number.
 type ahKey struct {
 	gid          mad.GID
 	sgidIndex    uint8
 	hopLimit     uint8
 	trafficClass uint8
 	sl           uint8
-	flowLabel    uint32
 }
 
 type udAH struct {
@@ -219,7 +223,7 @@ func (s *UDSend) reap() error {
 // ah returns a live AH for to, creating it (the kernel resolves the MAC)
 // when there is none or the one there is older than ahTTL.
 func (s *UDSend) ah(to engine.Addr) (*udAH, error) {
-	k := ahKey{gid: to.GID, sgidIndex: to.SGIDIndex, hopLimit: to.HopLimit, trafficClass: to.TrafficClass, sl: to.SL, flowLabel: to.FlowLabel}
+	k := ahKey{gid: to.GID, sgidIndex: to.SGIDIndex, hopLimit: to.HopLimit, trafficClass: to.TrafficClass, sl: to.SL}
 	now := time.Now()
 	if a, ok := s.ahs[k]; ok {
 		if now.Sub(a.created) < ahTTL {
@@ -238,7 +242,7 @@ func (s *UDSend) ah(to engine.Addr) (*udAH, error) {
 		}
 	}
 	ah, err := s.pd.CreateAH(qp.AH{IsGlobal: true, PortNum: s.port, SL: to.SL,
-		GRH: qp.GRH{DGID: to.GID, SGIDIndex: to.SGIDIndex, HopLimit: to.HopLimit, TrafficClass: to.TrafficClass, FlowLabel: to.FlowLabel}})
+		GRH: qp.GRH{DGID: to.GID, SGIDIndex: to.SGIDIndex, HopLimit: to.HopLimit, TrafficClass: to.TrafficClass}})
 	if err != nil {
 		// No route or neighbour: umad reports the same to the engine,
 		// whose retransmissions try again.

@@ -197,6 +197,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	runStep = func(t *cmTimer, s cmStep, label string, issue func(node *cmNode) error) error {
 		fmt.Println(label)
 		started := 0
+		cpu0, cpuOK := readCPUTicks()
 		t.steps[s][0] = time.Now()
 		for i := range t.nodes {
 			node := &t.nodes[i]
@@ -215,6 +216,12 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		defer cancel()
 		err := t.waitAll(wctx, s, started)
 		t.steps[s][1] = time.Now()
+		if cpu1, ok := readCPUTicks(); ok && cpuOK {
+			d := cpu1.sub(cpu0)
+			const tick = 10 // ms per USER_HZ tick
+			a.dbg("%s: machine CPU %d ms user, %d ms system, %d ms irq/softirq, %d ms idle (this process %d ms), over %v",
+				stepNames[s], d.user*tick, d.system*tick, d.softirq*tick, d.idle*tick, d.self*tick, t.steps[s][1].Sub(t.steps[s][0]).Round(time.Millisecond))
+		}
 		return err
 	}
 	timeout := 2 * time.Second
