@@ -19,7 +19,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -648,7 +647,7 @@ func TestGuestPermissionNamesNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chmod(dev.Verbs.Path, st.Mode().Perm())
-	out := runAsNobody(t, envOpenChild)
+	out := guest.RunAsNobody(t, envOpenChild)
 	want := "matches ErrPermission=true EACCES=true: uverbs: open on rxe0 (" + dev.Verbs.Path + ")"
 	if !strings.HasPrefix(string(out), want) {
 		t.Errorf("child said %q, want prefix %q", out, want)
@@ -661,49 +660,13 @@ func TestGuestPermissionNamesNode(t *testing.T) {
 // ENOMEM) and the error names the limit and how to raise it.
 func TestGuestMemlockLimit(t *testing.T) {
 	guestDevice(t)
-	out := runAsNobody(t, envMemlockChild)
+	out := guest.RunAsNobody(t, envMemlockChild)
 	for _, want := range []string{"matches ENOMEM=true", "RLIMIT_MEMLOCK is 65536 bytes", "ulimit -l"} {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("child said %q, want %q in it", out, want)
 		}
 	}
 	t.Logf("%s", out)
-}
-
-// runAsNobody runs a copy of this test binary as user nobody (uid 65534,
-// no capabilities) with env=1 and returns its output. The share is not
-// readable by nobody, so the copy lives in a local directory.
-func runAsNobody(t *testing.T, env string) []byte {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "uverbs-child-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	child := dir + "/child"
-	if err := os.WriteFile(child, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(child)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	return out
 }
 
 // resourceCounts parses `rdma resource show` for rxe0.

@@ -170,6 +170,45 @@ func (g *guestCM) wait(t *testing.T, ctx context.Context, want engine.EventType)
 	}
 }
 
+// do runs fn on the engine and fails t on its error.
+func (g *guestCM) do(t *testing.T, fn func(e *engine.Engine, now time.Time) error) {
+	t.Helper()
+	if err := g.d.Do(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// connect sends a REQ from our srcPort to the peer's dstPort and waits for
+// the REP; Establish is the caller's.
+func (g *guestCM) connect(t *testing.T, ctx context.Context, srcPort, dstPort uint16, qpn uint32) (engine.ID, engine.Event) {
+	t.Helper()
+	var id engine.ID
+	g.do(t, func(e *engine.Engine, now time.Time) (err error) {
+		id, err = e.Connect(now, engine.ConnectParams{PortSpace: mad.PortSpaceTCP,
+			Src:  netip.AddrPortFrom(netip.MustParseAddr(guest.Local().Addr), srcPort),
+			Dst:  netip.AddrPortFrom(netip.MustParseAddr(guest.Peer().Addr), dstPort),
+			Path: g.path(), QPN: qpn, ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})
+		return err
+	})
+	return id, g.wait(t, ctx, engine.EventConnectReply)
+}
+
+// accept answers a REQ with a REP for qpn.
+func (g *guestCM) accept(t *testing.T, req engine.Event, qpn uint32) {
+	t.Helper()
+	g.do(t, func(e *engine.Engine, now time.Time) error {
+		return e.Accept(now, req.ID, engine.AcceptParams{QPN: qpn, ResponderResources: req.Conn.ResponderResources,
+			InitiatorDepth: req.Conn.InitiatorDepth, RNRRetryCount: 7})
+	})
+}
+
+// disconnect sends a DREQ and waits for the DREP.
+func (g *guestCM) disconnect(t *testing.T, ctx context.Context, id engine.ID) {
+	t.Helper()
+	g.do(t, func(e *engine.Engine, now time.Time) error { return e.Disconnect(now, id, nil) })
+	g.wait(t, ctx, engine.EventDisconnectReply)
+}
+
 func needNoKernelCM(t *testing.T, ctx context.Context) {
 	t.Helper()
 	guest.Require(t)
@@ -227,30 +266,13 @@ func TestGuestActiveAgainstKernelCM(t *testing.T) {
 		}
 	}()
 	time.Sleep(2 * time.Second) // rping listening
-	var id engine.ID
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		id, err = e.Connect(now, engine.ConnectParams{
-			PortSpace: mad.PortSpaceTCP,
-			Src:       netip.AddrPortFrom(netip.MustParseAddr(guest.Local().Addr), 41000),
-			Dst:       netip.AddrPortFrom(netip.MustParseAddr(guest.Peer().Addr), 7174),
-			Path:      g.path(), QPN: 0x1234, ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7,
-		})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	rep := g.wait(t, ctx, engine.EventConnectReply)
+	id, rep := g.connect(t, ctx, 41000, 7174, 0x1234)
 	if rep.Conn.RemoteQPN == 0 || rep.Conn.TargetACKDelay != 15 {
 		t.Errorf("REP from the kernel: %+v", rep.Conn)
 	}
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Establish(now, id, nil) }); err != nil {
-		t.Fatal(err)
-	}
+	g.do(t, func(e *engine.Engine, now time.Time) error { return e.Establish(now, id, nil) })
 	time.Sleep(time.Second)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Disconnect(now, id, nil) }); err != nil {
-		t.Fatal(err)
-	}
-	g.wait(t, ctx, engine.EventDisconnectReply)
+	g.disconnect(t, ctx, id)
 }
 
 // TestGuestPassiveAgainstKernelCM: rping -c in guest b connects to the
@@ -263,12 +285,10 @@ func TestGuestPassiveAgainstKernelCM(t *testing.T) {
 	needNoKernelCM(t, ctx)
 	g := startGuestCM(t, ctx)
 	defer saveCapture(t, ctx, "umad-passive.pcap")()
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
+	g.do(t, func(e *engine.Engine, now time.Time) error {
 		_, err := e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: 7175})
 		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	cli, err := guest.Peer().Start(ctx, "rping -c -v -a "+guest.Local().Addr+" -p 7175 -C 1")
 	if err != nil {
 		t.Fatal(err)
@@ -283,15 +303,7 @@ func TestGuestPassiveAgainstKernelCM(t *testing.T) {
 	if !req.Conn.HasIP || req.Conn.Src.Addr().String() != guest.Peer().Addr || req.Conn.Dst.Port() != 7175 {
 		t.Errorf("REQ from the kernel: %+v", req.Conn)
 	}
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
-		return e.Accept(now, req.ID, engine.AcceptParams{QPN: 0x1235, ResponderResources: req.Conn.ResponderResources,
-			InitiatorDepth: req.Conn.InitiatorDepth, RNRRetryCount: 7})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	g.accept(t, req, 0x1235)
 	g.wait(t, ctx, engine.EventEstablished)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Disconnect(now, req.ID, nil) }); err != nil {
-		t.Fatal(err)
-	}
-	g.wait(t, ctx, engine.EventDisconnectReply)
+	g.disconnect(t, ctx, req.ID)
 }

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -58,27 +56,10 @@ func TestGuestUDSendAgainstKernelCM(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // rping listening
-	var id engine.ID
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		id, err = e.Connect(now, engine.ConnectParams{
-			PortSpace: mad.PortSpaceTCP,
-			Src:       netip.AddrPortFrom(netip.MustParseAddr(guest.Local().Addr), 41001),
-			Dst:       netip.AddrPortFrom(netip.MustParseAddr(guest.Peer().Addr), 7176),
-			Path:      g.path(), QPN: 0x1236, ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7,
-		})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	g.wait(t, ctx, engine.EventConnectReply)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Establish(now, id, nil) }); err != nil {
-		t.Fatal(err)
-	}
+	id, _ := g.connect(t, ctx, 41001, 7176, 0x1236)
+	g.do(t, func(e *engine.Engine, now time.Time) error { return e.Establish(now, id, nil) })
 	time.Sleep(time.Second)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Disconnect(now, id, nil) }); err != nil {
-		t.Fatal(err)
-	}
-	g.wait(t, ctx, engine.EventDisconnectReply)
+	g.disconnect(t, ctx, id)
 	if res, _ := srv.Stop(ctx); res != nil {
 		t.Logf("rping -s on %s: %s%s", guest.Peer().Name, res.Stdout, res.Stderr)
 	}
@@ -88,28 +69,18 @@ func TestGuestUDSendAgainstKernelCM(t *testing.T) {
 
 	// Passive, after the AH expired: rping -c's REQ, our REP, its RTU.
 	time.Sleep(ahTTL)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
+	g.do(t, func(e *engine.Engine, now time.Time) error {
 		_, err := e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: 7177})
 		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	cli, err := guest.Peer().Start(ctx, "rping -c -v -a "+guest.Local().Addr+" -p 7177 -C 1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := g.wait(t, ctx, engine.EventConnectRequest)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
-		return e.Accept(now, req.ID, engine.AcceptParams{QPN: 0x1237, ResponderResources: req.Conn.ResponderResources,
-			InitiatorDepth: req.Conn.InitiatorDepth, RNRRetryCount: 7})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	g.accept(t, req, 0x1237)
 	g.wait(t, ctx, engine.EventEstablished)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Disconnect(now, req.ID, nil) }); err != nil {
-		t.Fatal(err)
-	}
-	g.wait(t, ctx, engine.EventDisconnectReply)
+	g.disconnect(t, ctx, req.ID)
 	if res, _ := cli.Stop(ctx); res != nil {
 		t.Logf("rping -c on %s: %s%s", guest.Peer().Name, res.Stdout, res.Stderr)
 	}
@@ -176,34 +147,7 @@ func TestUDSendChild(t *testing.T) {
 // so NewUDSend fails and the user backend keeps sending through umad.
 func TestGuestUDSendNeedsNetRaw(t *testing.T) {
 	guest.Require(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "udsend-child-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	child := filepath.Join(dir, "child")
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(child, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(child, "-test.run", "^TestUDSendChild$", "-test.v")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), udsendChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	out := guest.RunAsNobody(t, udsendChildEnv, "-test.run", "^TestUDSendChild$", "-test.v")
 	if !strings.Contains(string(out), "UDSEND-REFUSED eperm=true") {
 		t.Fatalf("want NewUDSend to fail with EPERM as nobody:\n%s", out)
 	}

@@ -11,7 +11,6 @@ package umad
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -64,20 +63,8 @@ func TestGuestPeerSilentAfterEstablished(t *testing.T) {
 	}
 	defer srv.Stop(context.Background())
 	waitPeerListening(t, ctx, 7179)
-	var id engine.ID
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		id, err = e.Connect(now, engine.ConnectParams{PortSpace: mad.PortSpaceTCP,
-			Src:  netip.AddrPortFrom(netip.MustParseAddr(guest.Local().Addr), 41002),
-			Dst:  netip.AddrPortFrom(netip.MustParseAddr(guest.Peer().Addr), 7179),
-			Path: g.path(), QPN: 0x1239, ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	g.wait(t, ctx, engine.EventConnectReply)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Establish(now, id, nil) }); err != nil {
-		t.Fatal(err)
-	}
+	id, _ := g.connect(t, ctx, 41002, 7179, 0x1239)
+	g.do(t, func(e *engine.Engine, now time.Time) error { return e.Establish(now, id, nil) })
 	restore := silencePeer(t, ctx)
 	retx := g.d.Stats().Retransmits
 	start := time.Now()
@@ -127,12 +114,7 @@ func TestGuestPeerSilentMidHandshake(t *testing.T) {
 	req := g.wait(t, ctx, engine.EventConnectRequest)
 	restore := silencePeer(t, ctx)
 	start := time.Now()
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
-		return e.Accept(now, req.ID, engine.AcceptParams{QPN: 0x123a, ResponderResources: req.Conn.ResponderResources,
-			InitiatorDepth: req.Conn.InitiatorDepth, RNRRetryCount: 7})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	g.accept(t, req, 0x123a)
 	ev := waitAny(t, ctx, g, engine.EventRepError, engine.EventEstablished, engine.EventRejected)
 	took := time.Since(start)
 	const want = 16 * 4096 * time.Millisecond

@@ -198,17 +198,9 @@ func passiveHandshake(t *testing.T, ctx context.Context, g *guestCM, port uint16
 	}
 	defer cli.Stop(ctx)
 	req := g.wait(t, ctx, engine.EventConnectRequest)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
-		return e.Accept(now, req.ID, engine.AcceptParams{QPN: 0x1236, ResponderResources: req.Conn.ResponderResources,
-			InitiatorDepth: req.Conn.InitiatorDepth, RNRRetryCount: 7})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	g.accept(t, req, 0x1236)
 	g.wait(t, ctx, engine.EventEstablished)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Disconnect(now, req.ID, nil) }); err != nil {
-		t.Fatal(err)
-	}
-	g.wait(t, ctx, engine.EventDisconnectReply)
+	g.disconnect(t, ctx, req.ID)
 	_ = g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Destroy(now, req.ID) })
 }
 
@@ -321,12 +313,7 @@ func TestGuestPeerKilledAfterEstablished(t *testing.T) {
 	}
 	startKillable(t, ctx, port)
 	req := g.wait(t, ctx, engine.EventConnectRequest)
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) error {
-		return e.Accept(now, req.ID, engine.AcceptParams{QPN: 0x1237, ResponderResources: req.Conn.ResponderResources,
-			InitiatorDepth: req.Conn.InitiatorDepth, RNRRetryCount: 7})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	g.accept(t, req, 0x1237)
 	g.wait(t, ctx, engine.EventEstablished)
 	killPeer(t, ctx, port)
 	ev := waitAny(t, ctx, g, engine.EventDisconnectRequest, engine.EventRejected)
