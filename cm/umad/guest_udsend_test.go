@@ -113,7 +113,7 @@ func TestGuestUDSendAgainstKernelCM(t *testing.T) {
 		}
 		seen[p.AttrName]++
 		if p.SrcQP != ud.QPN() || p.DestQP != 1 || p.QKey != gsiQKey {
-			t.Errorf("our %s left QP %d for QP %d with Q_Key %#x; want QP %d → 1, %#x", p.AttrName, p.SrcQP, p.DestQP, p.QKey, ud.QPN(), gsiQKey)
+			t.Errorf("our %s left QP %d for QP %d with Q_Key %#x; want QP %d → 1, %#x", p.AttrName, p.SrcQP, p.DestQP, p.QKey, ud.QPN(), uint32(gsiQKey))
 		}
 	}
 	for _, a := range []string{"REQ", "RTU", "REP", "DREQ"} {
