@@ -35,6 +35,7 @@ type Driver struct {
 	e       *engine.Engine
 	t       Transport
 	timer   *time.Timer
+	armed   time.Time // the deadline timer is set for (zero: stopped)
 	closed  bool
 	pending []engine.Event
 	deliver sync.Mutex // keeps OnEvent calls in order
@@ -155,6 +156,10 @@ func (d *Driver) flush() error {
 
 func (d *Driver) rearm() {
 	dl := d.e.Deadline()
+	if dl.Equal(d.armed) {
+		return // most calls leave the earliest deadline where it was
+	}
+	d.armed = dl
 	if dl.IsZero() {
 		if d.timer != nil {
 			d.timer.Stop()
@@ -170,6 +175,9 @@ func (d *Driver) rearm() {
 }
 
 func (d *Driver) tick() {
+	d.mu.Lock()
+	d.armed = time.Time{} // fired: the next rearm must set it again
+	d.mu.Unlock()
 	_ = d.Do(func(e *engine.Engine, now time.Time) error {
 		e.Tick(now)
 		return nil

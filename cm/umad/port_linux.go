@@ -35,8 +35,13 @@ type Port struct {
 	agent uint32
 	port  uint8
 	rc    syscall.RawConn
-	rmu   sync.Mutex // one Recv at a time: rbuf
+	rmu   sync.Mutex // one Recv at a time: rbuf and the context watch
 	rbuf  [abi.UmadHdrSize + maxMAD]byte
+	// watched is the Done channel of the context the read deadline
+	// follows; a receive loop passes the same context every time, so the
+	// watch (a context.AfterFunc) is set up once, not per MAD.
+	watched   <-chan struct{}
+	stopWatch func() bool
 	wmu   sync.Mutex
 	wbuf  [abi.UmadHdrSize + mad.MADSize]byte
 }
@@ -120,13 +125,18 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = p.f.SetReadDeadline(dl)
-	} else {
-		_ = p.f.SetReadDeadline(time.Time{})
+	if done := ctx.Done(); done != p.watched || done == nil {
+		if p.stopWatch != nil {
+			p.stopWatch()
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = p.f.SetReadDeadline(dl)
+		} else {
+			_ = p.f.SetReadDeadline(time.Time{})
+		}
+		p.watched = done
+		p.stopWatch = context.AfterFunc(ctx, func() { _ = p.f.SetReadDeadline(time.Unix(1, 0)) })
 	}
-	stop := context.AfterFunc(ctx, func() { _ = p.f.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
 	// A raw read in the netpoller's callback (see Send), EAGAIN parks.
 	var n int
 	var rerr error

@@ -12,7 +12,7 @@ import (
 // user and system time. With -d, cmtime
 // prints each step's share, to tell the client's CPU from waiting on the
 // peer.
-type cpuTicks struct{ user, system, softirq, idle, self int64 }
+type cpuTicks struct{ user, system, softirq, idle, selfUser, selfSystem int64 }
 
 func readCPUTicks() (cpuTicks, bool) {
 	b, err := os.ReadFile("/proc/stat")
@@ -38,7 +38,7 @@ func readCPUTicks() (cpuTicks, bool) {
 			if f := strings.Fields(string(b[i+1:])); len(f) > 13 {
 				u, _ := strconv.ParseInt(f[11], 10, 64)
 				s, _ := strconv.ParseInt(f[12], 10, 64)
-				c.self = u + s
+				c.selfUser, c.selfSystem = u, s
 			}
 		}
 	}
@@ -46,5 +46,5 @@ func readCPUTicks() (cpuTicks, bool) {
 }
 
 func (c cpuTicks) sub(d cpuTicks) cpuTicks {
-	return cpuTicks{c.user - d.user, c.system - d.system, c.softirq - d.softirq, c.idle - d.idle, c.self - d.self}
+	return cpuTicks{c.user - d.user, c.system - d.system, c.softirq - d.softirq, c.idle - d.idle, c.selfUser - d.selfUser, c.selfSystem - d.selfSystem}
 }
