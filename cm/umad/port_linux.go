@@ -42,8 +42,8 @@ type Port struct {
 	// watch (a context.AfterFunc) is set up once, not per MAD.
 	watched   <-chan struct{}
 	stopWatch func() bool
-	wmu   sync.Mutex
-	wbuf  [abi.UmadHdrSize + mad.MADSize]byte
+	wmu       sync.Mutex
+	wbuf      [abi.UmadHdrSize + mad.MADSize]byte
 }
 
 // Open opens a umad device (e.g. /dev/infiniband/umad0) and registers the
