@@ -178,6 +178,17 @@ func (g *guestCM) do(t *testing.T, fn func(e *engine.Engine, now time.Time) erro
 	}
 }
 
+// listen listens on a TCP port-space port and returns the listener.
+func (g *guestCM) listen(t *testing.T, port uint16) engine.ID {
+	t.Helper()
+	var lid engine.ID
+	g.do(t, func(e *engine.Engine, now time.Time) (err error) {
+		lid, err = e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port})
+		return err
+	})
+	return lid
+}
+
 // connect sends a REQ from our srcPort to the peer's dstPort and waits for
 // the REP; Establish is the caller's.
 func (g *guestCM) connect(t *testing.T, ctx context.Context, srcPort, dstPort uint16, qpn uint32) (engine.ID, engine.Event) {
@@ -285,10 +296,7 @@ func TestGuestPassiveAgainstKernelCM(t *testing.T) {
 	needNoKernelCM(t, ctx)
 	g := startGuestCM(t, ctx)
 	defer saveCapture(t, ctx, "umad-passive.pcap")()
-	g.do(t, func(e *engine.Engine, now time.Time) error {
-		_, err := e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: 7175})
-		return err
-	})
+	g.listen(t, 7175)
 	cli, err := guest.Peer().Start(ctx, "rping -c -v -a "+guest.Local().Addr+" -p 7175 -C 1")
 	if err != nil {
 		t.Fatal(err)

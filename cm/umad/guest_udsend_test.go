@@ -18,7 +18,6 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
-	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -69,10 +68,7 @@ func TestGuestUDSendAgainstKernelCM(t *testing.T) {
 
 	// Passive, after the AH expired: rping -c's REQ, our REP, its RTU.
 	time.Sleep(ahTTL)
-	g.do(t, func(e *engine.Engine, now time.Time) error {
-		_, err := e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: 7177})
-		return err
-	})
+	g.listen(t, 7177)
 	cli, err := guest.Peer().Start(ctx, "rping -c -v -a "+guest.Local().Addr+" -p 7177 -C 1")
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
-	"github.com/go-rdma/rdmacm/mad"
 )
 
 // silencePeer black-holes everything we send to guest b: a permanent
@@ -99,13 +98,7 @@ func TestGuestPeerSilentMidHandshake(t *testing.T) {
 	needNoKernelCM(t, ctx)
 	g := startGuestCM(t, ctx)
 	const port = 7180
-	var lid engine.ID
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		lid, err = e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	lid := g.listen(t, port)
 	cli, err := guest.Peer().Start(ctx, fmt.Sprintf("rping -c -a %s -p %d -C 1", guest.Local().Addr, port))
 	if err != nil {
 		t.Fatal(err)

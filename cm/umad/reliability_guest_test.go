@@ -184,13 +184,7 @@ func allZero(b []byte) bool {
 // accepts, and disconnects.
 func passiveHandshake(t *testing.T, ctx context.Context, g *guestCM, port uint16) {
 	t.Helper()
-	var lid engine.ID
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		lid, err = e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	lid := g.listen(t, port)
 	defer g.d.Do(func(e *engine.Engine, now time.Time) error { return e.Destroy(now, lid) })
 	cli, err := guest.Peer().Start(ctx, fmt.Sprintf("rping -c -v -a %s -p %d -C 1", guest.Local().Addr, port))
 	if err != nil {
@@ -273,13 +267,7 @@ func TestGuestPeerKilledMidHandshake(t *testing.T) {
 	needNoKernelCM(t, ctx)
 	g := startGuestCM(t, ctx)
 	const port = 7177
-	var lid engine.ID
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		lid, err = e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	lid := g.listen(t, port)
 	startKillable(t, ctx, port)
 	req := g.wait(t, ctx, engine.EventConnectRequest)
 	killPeer(t, ctx, port)
@@ -304,13 +292,7 @@ func TestGuestPeerKilledAfterEstablished(t *testing.T) {
 	needNoKernelCM(t, ctx)
 	g := startGuestCM(t, ctx)
 	const port = 7178
-	var lid engine.ID
-	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		lid, err = e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	lid := g.listen(t, port)
 	startKillable(t, ctx, port)
 	req := g.wait(t, ctx, engine.EventConnectRequest)
 	g.accept(t, req, 0x1237)
