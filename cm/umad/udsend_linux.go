@@ -24,10 +24,10 @@ import (
 // CREATE_AH resolves it once per destination (and again after ahTTL).
 //
 // On the wire the MADs leave from this QP instead of QP 1, with the GSI
-// Q_Key, and always go to the peer's QP 1: the Linux CM sends every CM
-// MAD, responses included, to QP 1 (cm_alloc_msg and
-// cm_alloc_response_msg create their send buffers for remote QPN 1) and
-// never looks at the source QP. Setting the controlled Q_Key 0x80010000
+// Q_Key, for the QP the engine addresses: always the peer's QP 1, as the
+// Linux CM does for every CM MAD, responses included (cm_alloc_msg and
+// cm_alloc_response_msg create their send buffers for remote QPN 1; the
+// engine's replyAddr). Neither looks at the source QP. Setting the controlled Q_Key 0x80010000
 // on a QP needs CAP_NET_RAW, as umad access does in practice.
 //
 // A send the UD path cannot take (a zero GID, a P_Key index other than 0,
@@ -175,7 +175,7 @@ func (s *UDSend) sendUD(to engine.Addr, m []byte) error {
 		return err
 	}
 	wr := []uverbs.SendWR{{Opcode: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline, InlineData: m,
-		AH: a.ah, RemoteQPN: 1, RemoteQKey: gsiQKey}}
+		AH: a.ah, RemoteQPN: to.QPN, RemoteQKey: gsiQKey}}
 	err = s.qp.PostSend(wr)
 	if errors.Is(err, uverbs.ErrQueueFull) {
 		// Completions arrive as the kernel sends; take them and retry once.
