@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -98,20 +99,28 @@ func median(v []float64) float64 {
 
 // BenchmarkCmtimeUserVM compares the user-space CM (-backend user: our
 // engine over umad) with the kernel CM in the same two guests: guest a is
-// booted without the kernel CM, and each round loads it (insmod ib_cm,
-// iw_cm, rdma_cm, rdma_ucm from /mods), runs cmtime's C client and
-// `rdmacm-ping -backend kernel -cmtime N`, unloads it (the engine can
-// only register the CM class without ib_cm) and runs `rdmacm-ping
-// -backend user -cmtime N` (MADs sent from a UD QP) and the same with
-// -umad-sends (MADs sent through umad), all against one `cmtime -b` in
-// guest b; every other round runs the engine first. It reports the
-// median connect step of each and the engine's ratios.
+// booted without the kernel CM; cmtime's C client and `rdmacm-ping
+// -backend kernel -cmtime N` run with the kernel CM loaded (insmod ib_cm,
+// iw_cm, rdma_cm, rdma_ucm from /mods), and `rdmacm-ping -backend user
+// -cmtime N` runs after it is unloaded (the engine can only register the
+// CM class without ib_cm), all against one `cmtime -b` in guest b.
 //
-//	VMTEST=1 go test -run '^$' -bench 'CmtimeUserVM' -benchtime 1x ./cmd/rdmacm-ping/
+// The connect step is bound by guest b's server, whose speed varies by
+// ±25% from run to run, so the design is paired and balanced: each round
+// runs every client once, the order rotates through four sequences so
+// that every client runs first, in the middle and last equally often, and
+// each client starts after a one-second pause. It reports the median
+// connect step of each client, the median of the per-round ratios with a
+// 95% bootstrap interval, and in how many rounds the engine was faster.
+// BENCH_UMAD_SENDS=1 adds the engine with -umad-sends (MADs sent through
+// umad instead of the UD QP), right after the engine.
+//
+//	BENCH_ROUNDS=40 VMTEST=1 go test -run '^$' -bench 'CmtimeUserVM' -benchtime 1x -timeout 60m ./cmd/rdmacm-ping/
 func BenchmarkCmtimeUserVM(b *testing.B) {
 	p := userPair(b)
-	conns, rounds := envInt("BENCH_CONNS", 200), envInt("BENCH_ROUNDS", 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	conns, rounds := envInt("BENCH_CONNS", 200), envInt("BENCH_ROUNDS", 4)
+	umadSends := os.Getenv("BENCH_UMAD_SENDS") == "1"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds+1)*time.Minute+10*time.Minute)
 	defer cancel()
 	srv, err := p.B.Start(ctx, "cmtime -b "+p.B.Addr)
 	if err != nil {
@@ -128,47 +137,84 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 		}
 		return cmtimeTable(res.Stdout)
 	}
+	clients := map[string]string{
+		"c": fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns),
+		"k": fmt.Sprintf("%s -backend kernel -c -a %s -cmtime %d", ping, p.B.Addr, conns),
+		"e": fmt.Sprintf("%s -c -a %s -cmtime %d", userPing, p.B.Addr, conns),
+		"u": fmt.Sprintf("%s -umad-sends -c -a %s -cmtime %d", userPing, p.B.Addr, conns),
+	}
+	// The kernel CM's two clients run together (between load and unload).
+	orders := []string{"cke", "eck", "kce", "ekc"}
+	loaded := false
 	ms := map[string][]float64{}
 	for i := 0; i < b.N; i++ {
 		for r := -1; r < rounds; r++ { // round 0 warms up and is not counted
-			var c, k, e, u map[string]float64
-			kernelCM := func() {
-				run(load)
-				c = run(fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns))
-				k = run(fmt.Sprintf("%s -backend kernel -c -a %s -cmtime %d", ping, p.B.Addr, conns))
-				run(unload)
+			got := map[string]float64{}
+			for _, who := range orders[(r+1)%len(orders)] {
+				w := string(who)
+				if kernel := w != "e"; kernel != loaded {
+					run(map[bool]string{true: load, false: unload}[kernel])
+					loaded = kernel
+				}
+				got[w] = run("sleep 1; " + clients[w])["connect"]
+				if w == "e" && umadSends {
+					got["u"] = run("sleep 1; " + clients["u"])["connect"]
+				}
 			}
-			engine := func() {
-				e = run(fmt.Sprintf("%s -c -a %s -cmtime %d", userPing, p.B.Addr, conns))
-				u = run(fmt.Sprintf("%s -umad-sends -c -a %s -cmtime %d", userPing, p.B.Addr, conns))
-			}
-			// Alternate which CM goes first: each run leaves guest b's
-			// server with N connections in TimeWait to clean up.
-			if r%2 == 0 {
-				kernelCM()
-				engine()
-			} else {
-				engine()
-				kernelCM()
-			}
-			fmt.Fprintf(os.Stderr, "bench-vm: round %d same guests: connect librdmacm %.2f ms, rdmacm-ping kernel %.2f ms, rdmacm-ping engine %.2f ms, engine with umad sends %.2f ms (create qp %.2f / %.2f / %.2f / %.2f ms)\n",
-				r+1, c["connect"], k["connect"], e["connect"], u["connect"], c["create qp"], k["create qp"], e["create qp"], u["create qp"])
+			fmt.Fprintf(os.Stderr, "bench-vm: round %d (%s) connect: librdmacm %.2f ms, rdmacm-ping kernel %.2f ms, rdmacm-ping engine %.2f ms, engine with umad sends %.2f ms\n",
+				r+1, orders[(r+1)%len(orders)], got["c"], got["k"], got["e"], got["u"])
 			if r < 0 {
 				continue
 			}
-			ms["c"] = append(ms["c"], c["connect"])
-			ms["k"] = append(ms["k"], k["connect"])
-			ms["e"] = append(ms["e"], e["connect"])
-			ms["u"] = append(ms["u"], u["connect"])
+			for w, v := range got {
+				ms[w] = append(ms[w], v)
+			}
+			ms["e/c"] = append(ms["e/c"], got["e"]/got["c"])
+			ms["e/k"] = append(ms["e/k"], got["e"]/got["k"])
+			ms["k/c"] = append(ms["k/c"], got["k"]/got["c"])
+			if umadSends {
+				ms["e/u"] = append(ms["e/u"], got["e"]/got["u"])
+			}
 		}
 	}
-	c, k, e, u := median(ms["c"]), median(ms["k"]), median(ms["e"]), median(ms["u"])
-	b.ReportMetric(c, "librdmacm-connect-ms")
-	b.ReportMetric(k, "go-kernel-connect-ms")
-	b.ReportMetric(e, "engine-connect-ms")
-	b.ReportMetric(u, "engine-umad-sends-connect-ms")
-	b.ReportMetric(e/u, "engine/engine-umad-sends")
-	b.ReportMetric(e/c, "engine/librdmacm")
-	b.ReportMetric(e/k, "engine/go-kernel")
-	b.ReportMetric(k/c, "go-kernel/librdmacm")
+	if loaded {
+		run(unload)
+	}
+	b.ReportMetric(median(ms["c"]), "librdmacm-connect-ms")
+	b.ReportMetric(median(ms["k"]), "go-kernel-connect-ms")
+	b.ReportMetric(median(ms["e"]), "engine-connect-ms")
+	for _, q := range []string{"e/c", "e/k", "k/c", "e/u"} {
+		if len(ms[q]) == 0 {
+			continue
+		}
+		lo, hi := medianCI(ms[q])
+		faster := 0
+		for _, v := range ms[q] {
+			if v < 1 {
+				faster++
+			}
+		}
+		name := map[string]string{"e/c": "engine/librdmacm", "e/k": "engine/go-kernel", "k/c": "go-kernel/librdmacm", "e/u": "engine/engine-umad-sends"}[q]
+		b.ReportMetric(median(ms[q]), name)
+		fmt.Fprintf(os.Stderr, "bench-vm: %s per round: median %.3f, 95%% interval %.3f-%.3f, below 1 in %d of %d rounds\n", name, median(ms[q]), lo, hi, faster, len(ms[q]))
+	}
+	if umadSends {
+		b.ReportMetric(median(ms["u"]), "engine-umad-sends-connect-ms")
+	}
+}
+
+// medianCI is a 95% percentile-bootstrap interval for the median of v
+// (2,000 resamples, fixed seed).
+func medianCI(v []float64) (lo, hi float64) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	meds := make([]float64, 2000)
+	s := make([]float64, len(v))
+	for i := range meds {
+		for j := range s {
+			s[j] = v[rng.IntN(len(v))]
+		}
+		meds[i] = median(s)
+	}
+	sort.Float64s(meds)
+	return meds[len(meds)*25/1000], meds[len(meds)*975/1000]
 }

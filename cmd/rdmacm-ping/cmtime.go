@@ -219,8 +219,8 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		if cpu1, ok := readCPUTicks(); ok && cpuOK {
 			d := cpu1.sub(cpu0)
 			const tick = 10 // ms per USER_HZ tick
-			a.dbg("%s: machine CPU %d ms user, %d ms system, %d ms irq/softirq, %d ms idle (this process %d ms user, %d ms system), over %v",
-				stepNames[s], d.user*tick, d.system*tick, d.softirq*tick, d.idle*tick, d.selfUser*tick, d.selfSystem*tick, t.steps[s][1].Sub(t.steps[s][0]).Round(time.Millisecond))
+			a.dbg("%s: machine CPU %d ms user, %d ms system, %d ms irq/softirq, %d ms idle (this process %d ms user, %d ms system, %d reads, %d writes, %d context switches), over %v",
+				stepNames[s], d.user*tick, d.system*tick, d.softirq*tick, d.idle*tick, d.selfUser*tick, d.selfSystem*tick, d.reads, d.writes, d.switches, t.steps[s][1].Sub(t.steps[s][0]).Round(time.Millisecond))
 		}
 		return err
 	}

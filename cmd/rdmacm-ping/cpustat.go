@@ -12,7 +12,14 @@ import (
 // user and system time. With -d, cmtime
 // prints each step's share, to tell the client's CPU from waiting on the
 // peer.
-type cpuTicks struct{ user, system, softirq, idle, selfUser, selfSystem int64 }
+//
+// It also counts this process's read and write syscalls (/proc/self/io:
+// syscr, syscw; ioctl is not counted) and context switches
+// (/proc/self/task/*/status, all threads), the costs that differ between CM backends.
+type cpuTicks struct {
+	user, system, softirq, idle, selfUser, selfSystem int64
+	reads, writes, switches                           int64
+}
 
 func readCPUTicks() (cpuTicks, bool) {
 	b, err := os.ReadFile("/proc/stat")
@@ -42,9 +49,30 @@ func readCPUTicks() (cpuTicks, bool) {
 			}
 		}
 	}
+	if b, err := os.ReadFile("/proc/self/io"); err == nil {
+		c.reads, c.writes = procField(b, "syscr:"), procField(b, "syscw:")
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		if b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status"); err == nil {
+			c.switches += procField(b, "voluntary_ctxt_switches:") + procField(b, "nonvoluntary_ctxt_switches:")
+		}
+	}
 	return c, true
 }
 
+// procField is the number after name at the start of a line of b.
+func procField(b []byte, name string) int64 {
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, name); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 func (c cpuTicks) sub(d cpuTicks) cpuTicks {
-	return cpuTicks{c.user - d.user, c.system - d.system, c.softirq - d.softirq, c.idle - d.idle, c.selfUser - d.selfUser, c.selfSystem - d.selfSystem}
+	return cpuTicks{c.user - d.user, c.system - d.system, c.softirq - d.softirq, c.idle - d.idle, c.selfUser - d.selfUser, c.selfSystem - d.selfSystem,
+		c.reads - d.reads, c.writes - d.writes, c.switches - d.switches}
 }
