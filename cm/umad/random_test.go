@@ -15,8 +15,9 @@ func TestRandomSourceDraws(t *testing.T) {
 		t.Errorf("%d distinct communication IDs in 1000 draws", len(ids))
 	}
 	// Two sources are seeded independently: their streams differ.
-	if a.CommID() == b.CommID() && a.CommID() == b.CommID() {
-		t.Error("two sources drew the same IDs")
+	a1, a2, b1, b2 := a.CommID(), a.CommID(), b.CommID(), b.CommID()
+	if a1 == b1 && a2 == b2 {
+		t.Errorf("two sources drew the same IDs: %#x %#x", a1, a2)
 	}
 	if got := a.TID(5) >> 32; got != 7 {
 		t.Errorf("TID high half %d, want 7", got)
