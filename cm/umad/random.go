@@ -2,7 +2,6 @@ package umad
 
 import (
 	crand "crypto/rand"
-	"encoding/binary"
 	"math/rand/v2"
 	"sync"
 
@@ -29,11 +28,9 @@ func NewRandomSource(tidHigh uint32) engine.Source {
 }
 
 func (s *randomSource) random32() uint32 {
-	var b [4]byte
 	s.mu.Lock()
-	_, _ = s.r.Read(b[:])
-	s.mu.Unlock()
-	return binary.BigEndian.Uint32(b[:])
+	defer s.mu.Unlock()
+	return uint32(s.r.Uint64())
 }
 
 func (s *randomSource) CommID() uint32       { return s.random32() }
