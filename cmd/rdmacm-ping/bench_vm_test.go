@@ -152,10 +152,13 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 			got := map[string]float64{}
 			for _, who := range orders[(r+1)%len(orders)] {
 				w := string(who)
-				if kernel := w != "e"; kernel != loaded {
-					run(map[bool]string{true: load, false: unload}[kernel])
-					loaded = kernel
+				switch kernel := w != "e"; {
+				case kernel && !loaded:
+					run(load)
+				case !kernel && loaded:
+					run(unload)
 				}
+				loaded = w != "e"
 				got[w] = run("sleep 1; " + clients[w])["connect"]
 				if w == "e" && umadSends {
 					got["u"] = run("sleep 1; " + clients["u"])["connect"]
