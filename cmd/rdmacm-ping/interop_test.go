@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
+	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
 )
 
 var (
@@ -141,7 +142,19 @@ func session(t *testing.T, srv, cli *vmtest.Machine, port int, server, client st
 	}
 	t.Logf("server (%s) %q exit %d:\n%s%s", srv.Name, server, sr.ExitCode, sr.Stdout, sr.Stderr)
 	t.Logf("client (%s) %q exit %d:\n%s%s", cli.Name, client, cr.ExitCode, cr.Stdout, cr.Stderr)
-	return sr.Stdout, sr.Stderr, sr.ExitCode, cr.Stdout, cr.Stderr, cr.ExitCode
+	return sr.Stdout, sr.Stderr, exitCode(t, server, sr), cr.Stdout, cr.Stderr, exitCode(t, client, cr)
+}
+
+// exitCode is r's exit code, except that rping's false failure at exit
+// (vmtest.RpingTeardownRace) counts as the success it follows; callers
+// still check the pings' data.
+func exitCode(t *testing.T, cmd string, r *agent.Result) int {
+	t.Helper()
+	if vmtest.RpingTeardownRace(cmd, r) {
+		t.Logf("%q: exit 255 from rping's teardown race (rdma-core PR #1622, not in v44), counted as 0", cmd)
+		return 0
+	}
+	return r.ExitCode
 }
 
 // wantPings checks n lines "prefix" + rping's data for pings 0..n-1.

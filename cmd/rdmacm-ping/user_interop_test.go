@@ -110,7 +110,7 @@ func cServer(t *testing.T, ctx context.Context, b *vmtest.Machine, port int, cmd
 			t.Fatalf("%s: %v", cmd, err)
 		}
 		t.Logf("server (b) %q exit %d:\n%s%s", cmd, r.ExitCode, r.Stdout, r.Stderr)
-		return r.Stdout, r.ExitCode
+		return r.Stdout, exitCode(t, cmd, r)
 	}
 }
 
@@ -121,7 +121,7 @@ func runOn(t *testing.T, ctx context.Context, m *vmtest.Machine, cmd string) (st
 		t.Fatalf("%s: %v", cmd, err)
 	}
 	t.Logf("client (%s) %q exit %d:\n%s%s", m.Name, cmd, r.ExitCode, r.Stdout, r.Stderr)
-	return r.Stdout, r.Stderr, r.ExitCode
+	return r.Stdout, r.Stderr, exitCode(t, cmd, r)
 }
 
 // capture records the CM MADs on a's wire during f and returns them.
