@@ -134,3 +134,41 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("job after shutdown: %+v, %v", r, err)
 	}
 }
+
+func TestNextPollBacksOffWhileIdle(t *testing.T) {
+	base := 20 * time.Millisecond
+	var got []time.Duration
+	cur := base
+	for range 6 {
+		cur = nextPoll(cur, base, false)
+		got = append(got, cur)
+	}
+	want := []time.Duration{40, 80, 160, 320, 320, 320}
+	for i := range want {
+		if got[i] != want[i]*time.Millisecond {
+			t.Fatalf("idle polls: got %v, want %v ms", got, want)
+		}
+	}
+	if d := nextPoll(320*time.Millisecond, base, true); d != base {
+		t.Errorf("after a request: %v, want %v", d, base)
+	}
+	if d := nextPoll(0, base, false); d != base {
+		t.Errorf("after a job ended: %v, want %v", d, base)
+	}
+}
+
+// TestServeAfterBackoff: an agent that has idled to its longest interval
+// still serves requests, and serves the next one after a job ends.
+func TestServeAfterBackoff(t *testing.T) {
+	c := serve(t)
+	time.Sleep(40 * idleBackoff * time.Millisecond) // well past the back-off ramp at 5 ms
+	for i, script := range []string{"echo one", "echo two"} {
+		r, err := c.Run(ctx(t), Cmd{Script: script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimPrefix(script, "echo ") + "\n"; !r.Success() || r.Stdout != want {
+			t.Errorf("run %d: %+v, want stdout %q", i, r, want)
+		}
+	}
+}
