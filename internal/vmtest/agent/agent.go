@@ -12,6 +12,9 @@
 //	DIR/jobs/ID/result.json a Result, renamed into place when the job is over
 //	DIR/ready.json          written by Serve when it starts polling
 //
+// Serve looks at DIR/req every poll (20 ms) after activity and backs off to
+// 16×poll while idle: each look is several 9p round trips through QEMU.
+//
 // The agent in each guest is cmd/vmagent; Client is used by the host harness
 // and by tests inside a guest (package guest).
 package agent
