@@ -8,6 +8,7 @@
 //	vmtest shell [flags]                boot one guest with a shell on this terminal
 //	vmtest run SHARE GUEST SCRIPT       run SCRIPT in guest GUEST of a pair booted by
 //	                                    `vmtest pair -share SHARE`; exit with its status
+//	                                    (-timeout D before SHARE: kill it after D, default 2m)
 //	vmtest start SHARE GUEST SCRIPT     start SCRIPT in the background there; print its job ID
 //	vmtest stop SHARE GUEST ID          stop that job (SIGTERM), print its output
 package main
@@ -31,7 +32,7 @@ func usage() {
   vmtest prepare
   vmtest pair [-share DIR] [-nocm-a] [-nocm-b] [-accel kvm|tcg] [-debug] [-boot-timeout D] [-a SCRIPT] [-b SCRIPT] [-timeout D]
   vmtest shell [-share DIR] [-nocm] [-accel kvm|tcg] [-debug]
-  vmtest run SHARE GUEST SCRIPT
+  vmtest run [-timeout D] SHARE GUEST SCRIPT   (default -timeout 2m)
   vmtest start SHARE GUEST SCRIPT
   vmtest stop SHARE GUEST ID`)
 	os.Exit(2)
@@ -155,11 +156,15 @@ func shell(ctx context.Context, args []string) error {
 }
 
 func run(ctx context.Context, args []string) int {
-	if len(args) != 3 {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	timeout := fs.Duration("timeout", agent.DefaultTimeout, "kill the script after this long")
+	_ = fs.Parse(args)
+	if fs.NArg() != 3 || *timeout <= 0 {
 		usage()
 	}
+	args = fs.Args()
 	m := vmtest.Attach(args[0], args[1])
-	r, err := m.Run(ctx, args[2])
+	r, err := m.RunCmd(ctx, agent.Cmd{Script: args[2], Timeout: *timeout})
 	if r == nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -172,7 +177,11 @@ func run(ctx context.Context, args []string) int {
 	case r.ExitCode > 0:
 		return r.ExitCode
 	}
-	fmt.Fprintf(os.Stderr, "vmtest run: timed out %v, signal %q, error %q\n", r.TimedOut, r.Signal, r.Error)
+	if r.TimedOut {
+		fmt.Fprintf(os.Stderr, "vmtest run: killed after -timeout %v\n", *timeout)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "vmtest run: signal %q, error %q\n", r.Signal, r.Error)
 	return 1
 }
 
