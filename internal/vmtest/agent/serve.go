@@ -37,9 +37,10 @@ func nextPoll(cur, base time.Duration, active bool) time.Duration {
 
 // Serve runs jobs submitted to dir until ctx is done or a shutdown request
 // arrives; then it kills what is still running. It looks for requests
-// every poll after activity and backs off to idleBackoff×poll while idle,
-// so a request that follows a finished job is picked up within poll and
-// any other within idleBackoff×poll.
+// at once when a job ends and every poll after a request, doubling the
+// wait while idle up to idleBackoff×poll: a request that follows a
+// finished job (the host's next command) waits a few polls at most, any
+// other at most idleBackoff×poll.
 func Serve(ctx context.Context, dir, name string, poll time.Duration) error {
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
