@@ -48,9 +48,9 @@ func BenchmarkCmtimeVM(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for r := -1; r < rounds; r++ { // round 0 warms both up and is not counted
 			for _, who := range []string{"cmtime", "rdmacm-ping"} {
-				cmd := fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns)
+				cmd := settle + fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns)
 				if who == "rdmacm-ping" {
-					cmd = fmt.Sprintf("%s -c -a %s -cmtime %d", local, p.B.Addr, conns)
+					cmd = settle + fmt.Sprintf("%s -c -a %s -cmtime %d", local, p.B.Addr, conns)
 					if profile != "" && r == rounds-1 {
 						cmd += " -cpuprofile /host/out/" + profile
 					}
@@ -83,6 +83,17 @@ func BenchmarkCmtimeVM(b *testing.B) {
 	b.ReportMetric(g/c, "go/librdmacm")
 	b.Logf("connect, %d connections: librdmacm %v ms, Go %v ms; median ratio Go/librdmacm %.2f", conns, cMS, goMS, g/c)
 }
+
+// settle starts every client run, so that no run overlaps the end of the
+// previous run's time wait. The kernel CM holds each disconnected
+// connection in TimeWait for cm_convert_to_ms(av.timeout) (cm_enter_timewait):
+// 2^(19-8) = 2,048 ms here, from the REQ's primary local ACK timeout of 19,
+// in guest b for every client and in guest a for the kernel CM's. With a
+// one-second pause, in 80 rounds, each client's connect step was 2-13%
+// slower (against its round's mean) when it ran right after itself, with
+// no insmod or rmmod to delay its start: the previous run's 200 expiries
+// are the likely cause.
+const settle = "sleep 3; "
 
 // localPing copies rdmacm-ping from the share into guest g's tmpfs and
 // returns its path there, so that the Go clients run from guest memory as
@@ -129,7 +140,7 @@ func median(v []float64) float64 {
 // ±25% from run to run, so the design is paired and balanced: each round
 // runs every client once, the order rotates through four sequences so
 // that every client runs first, in the middle and last equally often, and
-// each client starts after a one-second pause. It reports the median
+// each client starts after the settle pause. It reports the median
 // connect step of each client, the median of the per-round ratios with a
 // 95% bootstrap interval, and in how many rounds the engine was faster.
 // BENCH_UMAD_SENDS=1 adds the engine with -umad-sends (MADs sent through
@@ -180,9 +191,9 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 					run(unload)
 				}
 				loaded = w != "e"
-				got[w] = run("sleep 1; " + clients[w])["connect"]
+				got[w] = run(settle + clients[w])["connect"]
 				if w == "e" && umadSends {
-					got["u"] = run("sleep 1; " + clients["u"])["connect"]
+					got["u"] = run(settle + clients["u"])["connect"]
 				}
 			}
 			fmt.Fprintf(os.Stderr, "bench-vm: round %d (%s) connect: librdmacm %.2f ms, rdmacm-ping kernel %.2f ms, rdmacm-ping engine %.2f ms, engine with umad sends %.2f ms\n",
