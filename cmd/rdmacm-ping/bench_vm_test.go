@@ -89,10 +89,10 @@ func BenchmarkCmtimeVM(b *testing.B) {
 // connection in TimeWait for cm_convert_to_ms(av.timeout) (cm_enter_timewait):
 // 2^(19-8) = 2,048 ms here, from the REQ's primary local ACK timeout of 19,
 // in guest b for every client and in guest a for the kernel CM's. With a
-// one-second pause, in 80 rounds, each client's connect step was 2-13%
-// slower (against its round's mean) when it ran right after itself, with
-// no insmod or rmmod to delay its start: the previous run's 200 expiries
-// are the likely cause.
+// one-second pause, in 80 rounds, each client's connect step (relative to
+// its round's mean) was 2-13% higher when it ran right after itself, with
+// no insmod or rmmod to delay its start, than after another client: the
+// previous run's 200 expiries are the likely cause.
 const settle = "sleep 3; "
 
 // localPing copies rdmacm-ping from the share into guest g's tmpfs and
