@@ -98,10 +98,10 @@ const settle = "sleep 3; "
 // localPing copies rdmacm-ping from the share into guest g's tmpfs and
 // returns its path there, so that the Go clients run from guest memory as
 // the C clients do (from the guest's root file system, also in memory).
-// Run from the 9p share, every process faulted its code in through 9p,
-// whose pages do not outlive the file's use, and TCG translated that code
-// afresh, inside the timed steps: the engine's first Connect took 20–30
-// ms that way, against 2.6–5.7 ms from tmpfs once warm.
+// Run from the 9p share, every run faulted its code in through 9p again
+// and TCG translated it afresh, inside the timed steps: the engine's first
+// Connect took 20-30 ms that way, against 0.8-5.7 ms from tmpfs once the
+// copy had run once.
 func localPing(b *testing.B, ctx context.Context, g *vmtest.Machine) string {
 	b.Helper()
 	const local = "/tmp/bench-bin/rdmacm-ping"
