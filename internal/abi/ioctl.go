@@ -142,6 +142,13 @@ func (c *IoctlCall) Encoded() []byte {
 // (unix.Errno).
 func (c *IoctlCall) Do(fd int) error {
 	c.Encoded()
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
+			runtime.KeepAlive(c)
+			c.pin.Unpin()
+			return err
+		}
+	}
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
 	c.pin.Unpin()
@@ -159,6 +166,13 @@ func (c *IoctlCall) Do(fd int) error {
 // (docs/benchmarks.md).
 func (c *IoctlCall) DoShort(fd int) error {
 	c.Encoded()
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
+			runtime.KeepAlive(c)
+			c.pin.Unpin()
+			return err
+		}
+	}
 	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
 	c.pin.Unpin()
@@ -175,6 +189,12 @@ func WriteShort(fd int, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	if d := currentTestDevice(); d != nil {
+		if handled, n, err := d.Write(fd, uintptr(unsafe.Pointer(&b[0])), len(b)); handled {
+			runtime.KeepAlive(b)
+			return n, err
+		}
+	}
 	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	runtime.KeepAlive(b)
 	if e != 0 {
@@ -189,6 +209,12 @@ func WriteShort(fd int, b []byte) (int, error) {
 // again; it must not reference memory that needs pinning.
 func (c *IoctlCall) DoRaw(fd int) error {
 	c.Encoded()
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
+			runtime.KeepAlive(c)
+			return err
+		}
+	}
 	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
 	if e != 0 {
@@ -205,6 +231,11 @@ func (c *IoctlCall) Pin(p any) { c.pin.Pin(p) }
 // DoShort: a driver's mmap handler returns without waiting on user
 // space). Unmap the result with MunmapShort, never unix.Munmap.
 func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) {
+	if d := currentTestDevice(); d != nil {
+		if handled, mem, err := d.Mmap(fd, offset, size, prot, flags); handled {
+			return mem, err
+		}
+	}
 	addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, uintptr(size), uintptr(prot), uintptr(flags), uintptr(fd), uintptr(offset))
 	if e != 0 {
 		return nil, e
@@ -216,6 +247,11 @@ func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) 
 func MunmapShort(b []byte) error {
 	if len(b) == 0 {
 		return nil
+	}
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Munmap(b); handled {
+			return err
+		}
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_MUNMAP, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
 	if e != 0 {
