@@ -1,0 +1,28 @@
+package uverbs
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"golang.org/x/sys/unix"
+)
+
+// AllocBufferAt is AllocBuffer at a fixed virtual address: addr must be
+// page-aligned and the range free (else the error wraps EEXIST). It serves
+// programs whose buffers must sit at the same address in several
+// processes, such as the differential tests that compare this package's
+// work requests byte for byte with libibverbs'.
+func AllocBufferAt(addr uint64, size int) (*Buffer, error) {
+	page := os.Getpagesize()
+	if size <= 0 || addr%uint64(page) != 0 {
+		return nil, fmt.Errorf("%w: buffer of %d bytes at %#x (want a positive size at a page-aligned address)", ErrInvalid, size, addr)
+	}
+	n := (size + page - 1) / page * page
+	mem, err := abi.MmapAnonAt(addr, n)
+	if err != nil {
+		return nil, &OpError{Op: fmt.Sprintf("mmap %d bytes at %#x", n, addr), Err: err}
+	}
+	_ = unix.Madvise(mem, unix.MADV_DONTFORK)
+	return &Buffer{mem: mem[:size:n]}, nil
+}
