@@ -145,8 +145,27 @@ func (x *Context) UsesIoctl() bool { return x.nativeIoctl }
 // NumCompVectors is the number of completion vectors.
 func (x *Context) NumCompVectors() int { return x.numCompVectors }
 
+// allocContext runs GET_CONTEXT with each of the provider's driver
+// inputs in turn until one succeeds (mlx5_cmd_get_context and
+// mlx5_alloc_context retry shorter requests and drop DEVX), then lets the
+// provider finish (its own open-time commands) before the async event fd
+// is allocated, as ibv_open_device does.
 func (x *Context) allocContext() error {
-	drvIn, drvOut := x.prov.contextData()
+	ins, drvOut := x.prov.contextData()
+	var err error
+	for _, drvIn := range ins {
+		clear(drvOut)
+		var done bool
+		if done, err = x.allocContextWith(drvIn, drvOut); done {
+			return err
+		}
+	}
+	return err
+}
+
+// allocContextWith runs one GET_CONTEXT; done reports that the kernel
+// allocated the context (err is then the provider's or the async fd's).
+func (x *Context) allocContextWith(drvIn, drvOut []byte) (done bool, err error) {
 	if x.nativeIoctl {
 		var nvec [4]byte
 		var support [8]byte
@@ -163,13 +182,13 @@ func (x *Context) allocContext() error {
 		err := x.do(call)
 		if err == nil {
 			x.numCompVectors = int(abi.Native.Uint32(nvec[:]))
-			if err := x.allocAsync(); err != nil {
-				return err
+			if err := x.prov.contextCreated(x, drvOut); err != nil {
+				return true, err
 			}
-			return x.prov.contextCreated(x, drvOut)
+			return true, x.allocAsync()
 		}
 		if !noMethod(err) {
-			return opErr("allocate context", x.dev.Name, err)
+			return false, opErr("allocate context", x.dev.Name, err)
 		}
 		x.nativeIoctl, x.invokeWrite = false, false
 	}
@@ -177,15 +196,15 @@ func (x *Context) allocContext() error {
 	var resp abi.UverbsGetContextResp
 	c := &cmd{num: abi.UverbsCmdGetContext, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut}
 	if err := x.write(c); err != nil {
-		return opErr("allocate context", x.dev.Name, err)
+		return false, opErr("allocate context", x.dev.Name, err)
 	}
 	x.numCompVectors = int(resp.NumCompVectors)
 	ev, err := newEventFile(int(resp.AsyncFD), x.dev.Name+" async events")
 	if err != nil {
-		return opErr("async event fd", x.dev.Name, err)
+		return true, opErr("async event fd", x.dev.Name, err)
 	}
 	x.async = ev
-	return x.prov.contextCreated(x, drvOut)
+	return true, x.prov.contextCreated(x, drvOut)
 }
 
 // allocAsync creates the async event fd with UVERBS_METHOD_ASYNC_EVENT_ALLOC

@@ -56,6 +56,13 @@ func (ch *CompChannel) Wait(ctx context.Context) ([]*CQ, error) {
 	var out []*CQ
 	seen := map[uint64]bool{}
 	for _, h := range handles {
+		if cq := x.cqs[h]; cq != nil {
+			if e, ok := cq.ops.(cqEventer); ok {
+				cq.mu.Lock()
+				e.event() // once per event read, as ibv_get_cq_event
+				cq.mu.Unlock()
+			}
+		}
 		if cq := x.cqs[h]; cq != nil && !seen[h] {
 			seen[h] = true
 			out = append(out, cq)
@@ -85,6 +92,7 @@ type CQ struct {
 	channel *CompChannel
 	ops     cqOps
 	notify  [2]*abi.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
+	drv     any               // provider state between cqData and newCQ
 	mu      sync.Mutex
 	once    sync.Once
 	err     error
@@ -108,18 +116,21 @@ func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 	}
 	defer x.mu.Unlock()
 	cq := &CQ{ctx: x, uhandle: x.handle(), channel: ch}
-	drvIn, drvOut := x.prov.cqData()
+	drvIn, drvOut, cmdCQE, err := x.prov.cqData(cq, cqe)
+	if err != nil {
+		return nil, err
+	}
 	chFD := int32(-1)
 	if ch != nil {
 		chFD = ch.ev.fd()
 	}
-	var err error = unix.ENOTTY
+	err = unix.ENOTTY
 	if x.nativeIoctl {
 		var respCQE [4]byte
 		call := abi.NewIoctl(abi.UverbsObjectCQ, abi.UverbsMethodCQCreate, x.driverID)
 		h := call.IDR(abi.UverbsAttrCreateCQHandle, 0)
 		call.Out(abi.UverbsAttrCreateCQRespCQE, respCQE[:])
-		call.U32(abi.UverbsAttrCreateCQCQE, uint32(cqe))
+		call.U32(abi.UverbsAttrCreateCQCQE, uint32(cmdCQE))
 		call.U64(abi.UverbsAttrCreateCQUserHandle, cq.uhandle)
 		if ch != nil {
 			call.FD(abi.UverbsAttrCreateCQCompChannel, chFD)
@@ -140,12 +151,13 @@ func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 		}
 	}
 	if noMethod(err) {
-		req := abi.UverbsCreateCQ{UserHandle: cq.uhandle, CQE: uint32(cqe), CompVector: uint32(vector), CompChannel: chFD}
+		req := abi.UverbsCreateCQ{UserHandle: cq.uhandle, CQE: uint32(cmdCQE), CompVector: uint32(vector), CompChannel: chFD}
 		var resp abi.UverbsCreateCQResp
 		err = x.exec(&cmd{num: abi.UverbsCmdCreateCQ, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut})
 		cq.handle, cq.cqe = resp.CQHandle, int(resp.CQE)
 	}
 	if err != nil {
+		x.prov.cqAbort(cq)
 		return nil, opErr("create CQ", x.dev.Name, err)
 	}
 	ops, err := x.prov.newCQ(cq, drvOut)
@@ -192,6 +204,9 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	cq.mu.Lock()
 	n := cq.ops.poll(wc)
 	cq.mu.Unlock()
+	if n < 0 {
+		return 0, opErr("poll CQ", cq.ctx.dev.Name, fmt.Errorf("%w: completion for an unknown QP or of an unknown kind", ErrInvalid))
+	}
 	return n, nil
 }
 
@@ -199,6 +214,13 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 // solicitedOnly) queues one event on its channel (REQ_NOTIFY_CQ).
 func (cq *CQ) RequestNotify(solicitedOnly bool) error {
 	x := cq.ctx
+	if a, ok := cq.ops.(cqArmer); ok {
+		// mlx5: doorbell record and UAR write, no command.
+		cq.mu.Lock()
+		err := a.arm(solicitedOnly)
+		cq.mu.Unlock()
+		return err
+	}
 	req := abi.UverbsReqNotifyCQ{CQHandle: cq.handle}
 	if solicitedOnly {
 		req.SolicitedOnly = 1

@@ -9,38 +9,61 @@ import (
 )
 
 // provider is the user-space half of a driver: the driver data it adds
-// to commands and the data path it runs (rdma-core's providers/*). rxe is
-// complete; mlx5 has its context and ECE parts but no data path yet; any
-// other driver gets the generic provider (control path only).
+// to commands and the data path it runs (rdma-core's providers/*). rxe
+// and mlx5 are complete; any other driver gets the generic provider
+// (control path only).
 type provider interface {
 	name() string
 	// checkABI validates the driver ABI version (uverbsN/abi_version).
 	checkABI(dev Device) error
-	// contextData returns the GET_CONTEXT driver input and a buffer for
-	// the driver output; contextCreated parses the output.
-	contextData() (in, out []byte)
+	// contextData returns the GET_CONTEXT driver inputs to try in order
+	// (the next one after any failure; mlx5_cmd_get_context) and a
+	// buffer for the driver output; contextCreated parses the output
+	// and runs the provider's own open-time commands.
+	contextData() (ins [][]byte, out []byte)
 	contextCreated(x *Context, out []byte) error
 	close() error
 
-	cqData() (in, out []byte)
+	// cqData prepares a CQ of at least cqe entries: driver data and the
+	// entry count the command carries. cqAbort undoes it when the
+	// command fails.
+	cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err error)
+	cqAbort(cq *CQ)
 	newCQ(cq *CQ, out []byte) (cqOps, error)
+	// qpData may change init.Cap (mlx5 sends the computed inline size);
+	// qpAbort undoes it when the command fails.
 	qpData(q *QP, init *QPInit) (in, out []byte, err error)
+	qpAbort(q *QP)
 	newQP(q *QP, out []byte) (qpOps, error)
 	ahData() (out []byte)
 	ahCreated(ah *AH, out []byte)
 	// modifyQPData returns driver data for a modify; ex asks for
-	// EX_MODIFY_QP even without RATE_LIMIT.
+	// EX_MODIFY_QP even without RATE_LIMIT. modifyQPDone follows a
+	// successful modify.
 	modifyQPData(q *QP, attr *qp.Attr, mask qp.Mask) (in, out []byte, ex bool)
-	modifyQPDone(q *QP, out []byte)
+	modifyQPDone(q *QP, attr *qp.Attr, mask qp.Mask, out []byte)
 	queryECE(q *QP) (ece.ECE, error)
 	setECE(q *QP, e ece.ECE) error
 }
 
-// cqOps is a provider's CQ data path.
+// cqOps is a provider's CQ data path. poll returns a negative count
+// when a completion could not be parsed (libmlx5 CQ_POLL_ERR).
 type cqOps interface {
 	poll(wc []WC) int
 	close() error
 }
+
+// cqArmer is a CQ data path armed without a command (mlx5_arm_cq).
+type cqArmer interface {
+	arm(solicitedOnly bool) error
+}
+
+// cqEventer counts completion events per CQ (the provider's cq_event,
+// called by ibv_get_cq_event for every event read).
+type cqEventer interface{ event() }
+
+// qpCapQuerier corrects the capacity QUERY_QP reports (mlx5_query_qp).
+type qpCapQuerier interface{ queryCap(c *qp.Cap) }
 
 // qpOps is a provider's QP data path.
 type qpOps interface {
@@ -64,17 +87,21 @@ func newProvider(driverID uint32) provider {
 // driver data; there is no data path and no ECE.
 type genericProvider struct{}
 
-func (genericProvider) name() string                          { return "generic" }
-func (genericProvider) checkABI(Device) error                 { return nil }
-func (genericProvider) contextData() (in, out []byte)         { return nil, nil }
-func (genericProvider) contextCreated(*Context, []byte) error { return nil }
-func (genericProvider) close() error                          { return nil }
-func (genericProvider) cqData() (in, out []byte)              { return nil, nil }
-func (genericProvider) newCQ(*CQ, []byte) (cqOps, error)      { return nil, nil }
-func (genericProvider) ahData() []byte                        { return nil }
-func (genericProvider) ahCreated(*AH, []byte)                 {}
-func (genericProvider) modifyQPDone(*QP, []byte)              {}
-func (genericProvider) newQP(*QP, []byte) (qpOps, error)      { return nil, nil }
+func (genericProvider) name() string                            { return "generic" }
+func (genericProvider) checkABI(Device) error                   { return nil }
+func (genericProvider) contextData() (ins [][]byte, out []byte) { return [][]byte{nil}, nil }
+func (genericProvider) contextCreated(*Context, []byte) error   { return nil }
+func (genericProvider) close() error                            { return nil }
+func (genericProvider) cqData(_ *CQ, cqe int) (in, out []byte, cmdCQE int, err error) {
+	return nil, nil, cqe, nil
+}
+func (genericProvider) cqAbort(*CQ)                                 {}
+func (genericProvider) qpAbort(*QP)                                 {}
+func (genericProvider) newCQ(*CQ, []byte) (cqOps, error)            { return nil, nil }
+func (genericProvider) ahData() []byte                              { return nil }
+func (genericProvider) ahCreated(*AH, []byte)                       {}
+func (genericProvider) modifyQPDone(*QP, *qp.Attr, qp.Mask, []byte) {}
+func (genericProvider) newQP(*QP, []byte) (qpOps, error)            { return nil, nil }
 func (genericProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
 	return nil, nil, nil
 }
@@ -98,10 +125,9 @@ func abiRange(dev Device, prov string, lo, hi int) error {
 		ErrABIVersion, dev.Name, v, dev.Verbs.Name, prov, lo, hi)
 }
 
-// eceProvider is implemented by providers that carry ECE (mlx5).
+// eceProvider is implemented by providers that carry ECE (mlx5, when
+// the context reports firmware support).
 type eceProvider interface{ hasECE() bool }
-
-func (*mlx5Provider) hasECE() bool { return true }
 
 // HasECE reports whether the device's provider carries ECE at all. Where
 // it does not (rxe, and every provider but mlx5), QP.QueryECE and

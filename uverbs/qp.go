@@ -42,7 +42,7 @@ type QP struct {
 }
 
 // HasDataPath reports whether PostSend and PostRecv work on this QP: the
-// provider has a data path in this package (rxe).
+// provider has a data path in this package (rxe, mlx5).
 func (q *QP) HasDataPath() bool { return q.ops != nil }
 
 // Num is the QP number.
@@ -135,6 +135,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		capOut = abi.UverbsQPCap{MaxSendWR: resp.MaxSendWR, MaxRecvWR: resp.MaxRecvWR, MaxSendSGE: resp.MaxSendSGE, MaxRecvSGE: resp.MaxRecvSGE, MaxInlineData: resp.MaxInlineData}
 	}
 	if err != nil {
+		x.prov.qpAbort(q)
 		return nil, opErr("create QP", x.dev.Name, err)
 	}
 	q.cap = qp.Cap{MaxSendWR: capOut.MaxSendWR, MaxRecvWR: capOut.MaxRecvWR, MaxSendSGE: capOut.MaxSendSGE, MaxRecvSGE: capOut.MaxRecvSGE, MaxInlineData: capOut.MaxInlineData}
@@ -200,7 +201,7 @@ func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 	if err != nil {
 		return opErr(fmt.Sprintf("modify QP %#x (%v)", q.num, mask), x.dev.Name, err)
 	}
-	x.prov.modifyQPDone(q, drvOut)
+	x.prov.modifyQPDone(q, attr, mask, drvOut)
 	if mask&qp.MaskPort != 0 {
 		q.port = attr.Port
 	}
@@ -298,6 +299,9 @@ func (q *QP) Query(mask qp.Mask) (QPAttr, error) {
 	a.AltPath = qp.AltPath{AH: fromDest(r.AltDest), PKeyIndex: r.AltPkeyIndex, PortNum: r.AltPortNum, Timeout: r.AltTimeout}
 	out.SQDraining, out.SignalAll = r.SQDraining != 0, r.SQSigAll != 0
 	out.Cap = qp.Cap{MaxSendWR: r.MaxSendWR, MaxRecvWR: r.MaxRecvWR, MaxSendSGE: r.MaxSendSGE, MaxRecvSGE: r.MaxRecvSGE, MaxInlineData: r.MaxInlineData}
+	if c, ok := q.ops.(qpCapQuerier); ok {
+		c.queryCap(&out.Cap)
+	}
 	return out, nil
 }
 

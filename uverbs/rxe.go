@@ -41,13 +41,15 @@ func (*rxeProvider) checkABI(dev Device) error {
 	return abiRange(dev, "rxe", 1, abi.RxeUverbsABIVersion)
 }
 
-func (*rxeProvider) contextData() (in, out []byte)         { return nil, nil }
-func (*rxeProvider) contextCreated(*Context, []byte) error { return nil }
-func (*rxeProvider) close() error                          { return nil }
+func (*rxeProvider) contextData() (ins [][]byte, out []byte) { return [][]byte{nil}, nil }
+func (*rxeProvider) contextCreated(*Context, []byte) error   { return nil }
+func (*rxeProvider) close() error                            { return nil }
 
-func (*rxeProvider) cqData() (in, out []byte) {
-	return nil, make([]byte, unsafe.Sizeof(abi.RxeCreateCQResp{}))
+func (*rxeProvider) cqData(_ *CQ, cqe int) (in, out []byte, cmdCQE int, err error) {
+	return nil, make([]byte, unsafe.Sizeof(abi.RxeCreateCQResp{})), cqe, nil
 }
+func (*rxeProvider) cqAbort(*CQ) {}
+func (*rxeProvider) qpAbort(*QP) {}
 
 func (*rxeProvider) newCQ(cq *CQ, out []byte) (cqOps, error) {
 	resp := abi.Decode[abi.RxeCreateCQResp](out)
@@ -100,7 +102,7 @@ func (*rxeProvider) ahCreated(ah *AH, out []byte) {
 func (*rxeProvider) modifyQPData(*QP, *qp.Attr, qp.Mask) (in, out []byte, ex bool) {
 	return nil, nil, false
 }
-func (*rxeProvider) modifyQPDone(*QP, []byte) {}
+func (*rxeProvider) modifyQPDone(*QP, *qp.Attr, qp.Mask, []byte) {}
 
 // rxe implements neither query_ece nor set_ece; libibverbs then answers
 // EOPNOTSUPP (dummy ops), and so does this.

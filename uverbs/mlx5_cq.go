@@ -1,0 +1,466 @@
+package uverbs
+
+// mlx5 CQs: buffer and doorbell record (verbs.c create_cq), polling
+// (cq.c mlx5_poll_one / mlx5_parse_cqe, non-lazy path), arming
+// (mlx5_arm_cq) and cleaning (__mlx5_cq_clean). unsafe: the CQ ring,
+// doorbell record and UAR are mmap'd device memory (see mlx5.go).
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"golang.org/x/sys/unix"
+)
+
+// CQE layout (struct mlx5_cqe64, mlx5dv.h) and opcodes.
+const (
+	mlx5CQESize         = 64
+	cqeMLPath           = 17
+	cqeSLID             = 22
+	cqeFlagsRQPN        = 24
+	cqeSRQNUIdx         = 32
+	cqeImmInvalPKey     = 36
+	cqeByteCnt          = 44
+	cqeVendorErrSynd    = 54 // struct mlx5_err_cqe
+	cqeSyndrome         = 55
+	cqeSopDropQPN       = 56
+	cqeWQECounter       = 60
+	cqeOpOwn            = 63
+	mlx5CQEOwnerMask    = 1
+	mlx5CQEReq          = 0
+	mlx5CQERespWrImm    = 1
+	mlx5CQERespSend     = 2
+	mlx5CQERespSendImm  = 3
+	mlx5CQERespSendInv  = 4
+	mlx5CQEResizeCQ     = 5
+	mlx5CQEReqErr       = 13
+	mlx5CQERespErr      = 14
+	mlx5CQEInvalid      = 15
+	mlx5InlineScatter32 = 0x4
+	mlx5InlineScatter64 = 0x8
+	mlx5CQDoorbell      = 0x20    // MLX5_CQ_DOORBELL
+	mlx5CQDBReqNotSol   = 1 << 24 // MLX5_CQ_DB_REQ_NOT_SOL
+	mlx5CQDBReqNot      = 0
+	mlx5CQSetCI         = 0
+	mlx5CQArmDB         = 1
+)
+
+// ibv_wc_status values not in WCStatus's named set.
+const (
+	wcMWBindErr  WCStatus = 6
+	wcRemAbortEr WCStatus = 16
+)
+
+// mlx5CQ is struct mlx5_cq for the default CQ.
+type mlx5CQ struct {
+	p         *mlx5Provider
+	cq        *CQ
+	mem       []byte // the mapping
+	buf       []byte // ncqe * 64
+	mask      uint32 // ibcq->cqe (kernel's count, validated)
+	consIndex uint32
+	armSN     uint32
+	cqn       uint32
+	db        *[2]uint32
+}
+
+// mlx5 CQ creation state between cqData and newCQ.
+type mlx5CQPending struct {
+	c *mlx5CQ
+}
+
+// cqData allocates the buffer and doorbell record and returns
+// mlx5_ib_create_cq and the cqe count the command carries (ncqe-1).
+func (p *mlx5Provider) cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err error) {
+	ncqe := 1
+	for ncqe < cqe+1 {
+		ncqe <<= 1
+	}
+	if ncqe > 1<<24 || ncqe < cqe+1 {
+		return nil, nil, 0, &OpError{Op: "create CQ", Device: p.x.dev.Name, Err: fmt.Errorf("%w: %d entries: %w", ErrInvalid, cqe, unix.EINVAL)}
+	}
+	c := &mlx5CQ{p: p, cq: cq}
+	c.mem, err = mmapAnon(ncqe * mlx5CQESize)
+	if err != nil {
+		return nil, nil, 0, opErr("create CQ buffer", p.x.dev.Name, err)
+	}
+	c.buf = c.mem[:ncqe*mlx5CQESize]
+	for i := 0; i < ncqe; i++ {
+		c.buf[i*mlx5CQESize+cqeOpOwn] = mlx5CQEInvalid << 4
+	}
+	c.db, err = p.allocDB()
+	if err != nil {
+		unix.Munmap(c.mem)
+		return nil, nil, 0, opErr("create CQ doorbell record", p.x.dev.Name, err)
+	}
+	c.db[mlx5CQSetCI], c.db[mlx5CQArmDB] = 0, 0
+	req := abi.MLX5CreateCQ{BufAddr: addrOf(c.buf), DBAddr: uint64(uintptr(unsafe.Pointer(c.db))), CQESize: mlx5CQESize}
+	if p.ncUAR != nil {
+		req.Flags |= abi.MLX5CreateCQFlagsUARPageIx
+		req.UARPageIndex = uint16(p.ncUAR.pageID)
+	}
+	cq.drv = &mlx5CQPending{c: c}
+	return append([]byte(nil), abi.Bytes(&req)...), make([]byte, unsafe.Sizeof(abi.MLX5CreateCQResp{})), ncqe - 1, nil
+}
+
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// cqAbort frees what cqData allocated when the command failed.
+func (p *mlx5Provider) cqAbort(cq *CQ) {
+	if pc, ok := cq.drv.(*mlx5CQPending); ok {
+		pc.c.free()
+	}
+	cq.drv = nil
+}
+
+func (c *mlx5CQ) free() {
+	c.p.freeDB(c.db)
+	c.db = nil
+	if c.mem != nil {
+		unix.Munmap(c.mem)
+		c.mem, c.buf = nil, nil
+	}
+}
+
+func (p *mlx5Provider) newCQ(cq *CQ, out []byte) (cqOps, error) {
+	pc, ok := cq.drv.(*mlx5CQPending)
+	if !ok {
+		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: no mlx5 CQ state", ErrInvalid))
+	}
+	cq.drv = nil
+	c := pc.c
+	c.cqn = abi.Decode[abi.MLX5CreateCQResp](out).CQN
+	// ibcq->cqe is the kernel's answer; libmlx5 masks with it. Accept
+	// only a mask inside our buffer.
+	m := uint32(cq.cqe)
+	if cq.cqe < 0 || m&(m+1) != 0 || int(m) >= len(c.buf)/mlx5CQESize {
+		c.free()
+		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: kernel CQ size %d for a %d-entry buffer", ErrInvalid, cq.cqe, len(c.buf)/mlx5CQESize))
+	}
+	c.mask = m
+	return c, nil
+}
+
+// close frees the buffer and doorbell record after DESTROY_CQ
+// (mlx5_destroy_cq).
+func (c *mlx5CQ) close() error {
+	c.free()
+	return nil
+}
+
+func (c *mlx5CQ) cqe(n uint32) []byte {
+	i := int(n&c.mask) * mlx5CQESize
+	return c.buf[i : i+mlx5CQESize : i+mlx5CQESize]
+}
+
+// swCQE is get_sw_cqe: the CQE at n if software owns it.
+func (c *mlx5CQ) swCQE(n uint32) []byte {
+	e := c.cqe(n)
+	own := e[cqeOpOwn]
+	if own>>4 != mlx5CQEInvalid && (own&mlx5CQEOwnerMask != 0) == (n&(c.mask+1) != 0) {
+		return e
+	}
+	return nil
+}
+
+// poll is poll_cq: up to len(wc) CQEs; SET_CI is written on every call
+// (update_cons_index). It returns -1 (CQ_POLL_ERR) for a CQE naming an
+// unknown QP; that CQE is consumed, as in libmlx5.
+func (c *mlx5CQ) poll(wc []WC) int {
+	n := 0
+	for n < len(wc) {
+		e := c.swCQE(c.consIndex)
+		if e == nil {
+			break
+		}
+		c.consIndex++
+		// Read the CQE only after the ownership check.
+		abi.UDMAFromDeviceBarrier()
+		if !c.parse(e, &wc[n]) {
+			c.updateCI()
+			return -1
+		}
+		n++
+	}
+	c.updateCI()
+	return n
+}
+
+func (c *mlx5CQ) updateCI() {
+	c.db[mlx5CQSetCI] = htobe32(c.consIndex & 0xffffff)
+}
+
+func htobe32(v uint32) uint32 {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return abi.Native.Uint32(b[:])
+}
+
+func be32(b []byte, off int) uint32 { return binary.BigEndian.Uint32(b[off:]) }
+func be16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
+
+// lookup is get_req_context / get_resp_ctx_v1 / get_qp_ctx.
+func (c *mlx5CQ) lookup(e []byte) *mlx5QP {
+	if c.p.cqeVersion != 0 {
+		return c.p.uidx.find(be32(e, cqeSRQNUIdx) & 0xffffff)
+	}
+	return c.p.qpns.find(be32(e, cqeSopDropQPN) & 0xffffff)
+}
+
+// parse is mlx5_parse_cqe (lazy = 0) into a zeroed WC (ibv_poll_cq
+// leaves fields it does not set untouched; callers of this package get
+// zero there).
+func (c *mlx5CQ) parse(e []byte, w *WC) bool {
+	*w = WC{}
+	qpn := be32(e, cqeSopDropQPN) & 0xffffff
+	w.QPNum = qpn
+	opcode := e[cqeOpOwn] >> 4
+	switch opcode {
+	case mlx5CQEReq:
+		q := c.lookup(e)
+		if q == nil || q.sq.wqeCnt == 0 {
+			return false
+		}
+		wq := &q.sq
+		ctr := be16(e, cqeWQECounter)
+		idx := uint32(ctr) & (wq.wqeCnt - 1)
+		mlx5GoodReq(w, e)
+		var st WCStatus
+		if e[cqeOpOwn]&mlx5InlineScatter32 != 0 {
+			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e), int(w.ByteLen))
+		} else if e[cqeOpOwn]&mlx5InlineScatter64 != 0 {
+			// libmlx5 passes (void *)cqe - 1 here.
+			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e)-1, int(w.ByteLen))
+		}
+		w.ID = wq.wrid[idx]
+		w.Status = st
+		wq.tail.Store(wq.wqeHead[idx] + 1)
+	case mlx5CQERespWrImm, mlx5CQERespSend, mlx5CQERespSendImm, mlx5CQERespSendInv:
+		q := c.lookup(e)
+		if q == nil {
+			return false
+		}
+		w.Status = c.responder(w, e, q)
+	case mlx5CQEResizeCQ:
+	case mlx5CQEReqErr, mlx5CQERespErr:
+		w.Status = mlx5ErrorStatus(e[cqeSyndrome])
+		w.VendorErr = uint32(e[cqeVendorErrSynd])
+		q := c.lookup(e)
+		if q == nil {
+			return false
+		}
+		if opcode == mlx5CQEReqErr {
+			if q.sq.wqeCnt == 0 {
+				return false
+			}
+			idx := uint32(be16(e, cqeWQECounter)) & (q.sq.wqeCnt - 1)
+			w.ID = q.sq.wrid[idx]
+			q.sq.tail.Store(q.sq.wqeHead[idx] + 1)
+		} else {
+			if q.rq.wqeCnt == 0 {
+				return false
+			}
+			t := q.rq.tail.Load()
+			w.ID = q.rq.wrid[t&(q.rq.wqeCnt-1)]
+			q.rq.tail.Store(t + 1)
+		}
+	default:
+		// NO_PACKET, SIG_ERR (tag matching, signature) are never produced
+		// for the QPs this package creates.
+		return false
+	}
+	return true
+}
+
+func (c *mlx5CQ) cqeOff(e []byte) int {
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(e))) - uintptr(unsafe.Pointer(unsafe.SliceData(c.buf))))
+}
+
+// mlx5GoodReq is handle_good_req for the opcodes this package posts.
+func mlx5GoodReq(w *WC, e []byte) {
+	switch be32(e, cqeSopDropQPN) >> 24 {
+	case mlx5OpcodeRDMAWriteImm:
+		w.Flags |= WCWithImm
+		w.Opcode = WCRDMAWrite
+	case mlx5OpcodeRDMAWrite:
+		w.Opcode = WCRDMAWrite
+	case mlx5OpcodeSendImm:
+		w.Flags |= WCWithImm
+		w.Opcode = WCSend
+	case mlx5OpcodeSend, mlx5OpcodeSendInval:
+		w.Opcode = WCSend
+	case mlx5OpcodeRDMARead:
+		w.Opcode = WCRDMARead
+		w.ByteLen = be32(e, cqeByteCnt)
+	case mlx5OpcodeAtomicCS:
+		w.Opcode = 3 // IBV_WC_COMP_SWAP
+		w.ByteLen = 8
+	case mlx5OpcodeAtomicFA:
+		w.Opcode = 4 // IBV_WC_FETCH_ADD
+		w.ByteLen = 8
+	case mlx5OpcodeTSO:
+		w.Opcode = 7 // IBV_WC_TSO
+	}
+}
+
+// responder is handle_responder (no SRQ).
+func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) WCStatus {
+	w.ByteLen = be32(e, cqeByteCnt)
+	wq := &q.rq
+	if wq.wqeCnt == 0 {
+		return WCGeneralErr
+	}
+	t := wq.tail.Load()
+	ctr := t & (wq.wqeCnt - 1)
+	w.ID = wq.wrid[ctr]
+	wq.tail.Store(t + 1)
+	var st WCStatus
+	if e[cqeOpOwn]&mlx5InlineScatter32 != 0 {
+		st = q.copyToRecvWQE(ctr, c.buf, c.cqeOff(e), int(w.ByteLen))
+	} else if e[cqeOpOwn]&mlx5InlineScatter64 != 0 {
+		st = q.copyToRecvWQE(ctr, c.buf, c.cqeOff(e)-mlx5CQESize, int(w.ByteLen))
+	}
+	if st != WCSuccess {
+		return st
+	}
+	switch e[cqeOpOwn] >> 4 {
+	case mlx5CQERespWrImm:
+		w.Opcode = WCRecvRDMAWithImm
+		w.Flags |= WCWithImm
+		w.Imm = be32(e, cqeImmInvalPKey)
+	case mlx5CQERespSend:
+		w.Opcode = WCRecv
+	case mlx5CQERespSendImm:
+		w.Opcode = WCRecv
+		w.Flags |= WCWithImm
+		w.Imm = be32(e, cqeImmInvalPKey)
+	case mlx5CQERespSendInv:
+		w.Opcode = WCRecv
+		w.Flags |= WCWithInv
+		w.Imm = be32(e, cqeImmInvalPKey) // invalidated_rkey shares imm_data
+	}
+	w.SLID = be16(e, cqeSLID)
+	fr := be32(e, cqeFlagsRQPN)
+	w.SL = uint8(fr>>24) & 0xf
+	w.SrcQP = fr & 0xffffff
+	w.DLIDPathBits = e[cqeMLPath] & 0x7f
+	if (fr>>28)&3 != 0 {
+		w.Flags |= WCWithGRH
+	}
+	w.PKeyIndex = uint16(be32(e, cqeImmInvalPKey) & 0xffff)
+	return WCSuccess
+}
+
+// mlx5ErrorStatus is mlx5_handle_error_cqe.
+func mlx5ErrorStatus(syndrome uint8) WCStatus {
+	switch syndrome {
+	case 0x01:
+		return WCLocLenErr
+	case 0x02:
+		return WCLocQPOpErr
+	case 0x04:
+		return WCLocProtErr
+	case 0x05:
+		return WCWRFlushErr
+	case 0x06:
+		return wcMWBindErr
+	case 0x10:
+		return WCBadRespErr
+	case 0x11:
+		return WCLocAccessErr
+	case 0x12:
+		return WCRemInvReqErr
+	case 0x13:
+		return WCRemAccessErr
+	case 0x14:
+		return WCRemOpErr
+	case 0x15:
+		return WCRetryExcErr
+	case 0x16:
+		return WCRNRRetryExcEr
+	case 0x22:
+		return wcRemAbortEr
+	}
+	return WCGeneralErr
+}
+
+// arm is mlx5_arm_cq: the ARM doorbell record, then one 64-bit
+// big-endian store of {sn<<28 | cmd | ci, cqn} at MLX5_CQ_DOORBELL of
+// the CQ UAR page. No command reaches the kernel.
+func (c *mlx5CQ) arm(solicited bool) error {
+	if c.p.cqUARReg == nil {
+		return notSupported("arm CQ", c.p.x.dev.Name, "no UAR page mapped")
+	}
+	sn := c.armSN & 3
+	ci := c.consIndex & 0xffffff
+	cmd := uint32(mlx5CQDBReqNot)
+	if solicited {
+		cmd = mlx5CQDBReqNotSol
+	}
+	hi := sn<<28 | cmd | ci
+	c.db[mlx5CQArmDB] = htobe32(hi)
+	// mmio_wc_start: the doorbell record is written before the UAR store.
+	abi.MMIOFlushWrites()
+	mmioWrite64BE(unsafe.Add(c.p.cqUARReg, mlx5CQDoorbell), uint64(hi)<<32|uint64(c.cqn))
+	abi.MMIOFlushWrites()
+	return nil
+}
+
+// event is mlx5_cq_event (ibv_get_cq_event): the arm sequence number
+// advances once per completion event read.
+func (c *mlx5CQ) event() { c.armSN++ }
+
+// mmioWrite64BE is mmio_write64_be: one 64-bit store of v in big-endian
+// byte order (two 32-bit stores on 32-bit hosts, as rdma-core's
+// non-atomic fallback).
+func mmioWrite64BE(p unsafe.Pointer, v uint64) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		*(*uint64)(p) = abi.Native.Uint64(b[:])
+		return
+	}
+	*(*uint32)(p) = abi.Native.Uint32(b[:4])
+	*(*uint32)(unsafe.Add(p, 4)) = abi.Native.Uint32(b[4:])
+}
+
+// clean is __mlx5_cq_clean: drop the CQEs of user index / QP number rsn
+// still in the ring, compacting older ones over them.
+func (c *mlx5CQ) clean(rsn uint32) {
+	if c == nil || c.buf == nil {
+		return
+	}
+	prod := c.consIndex
+	for c.swCQE(prod) != nil {
+		if prod == c.consIndex+c.mask {
+			break
+		}
+		prod++
+	}
+	nfreed := uint32(0)
+	for int32(prod-1-c.consIndex) >= 0 {
+		prod--
+		e := c.cqe(prod)
+		var match bool
+		if c.p.cqeVersion != 0 {
+			match = be32(e, cqeSRQNUIdx)&0xffffff == rsn
+		} else {
+			match = be32(e, cqeSopDropQPN)&0xffffff == rsn
+		}
+		if match {
+			nfreed++
+		} else if nfreed != 0 {
+			d := c.cqe(prod + nfreed)
+			owner := d[cqeOpOwn] & mlx5CQEOwnerMask
+			copy(d, e)
+			d[cqeOpOwn] = owner | d[cqeOpOwn]&^mlx5CQEOwnerMask
+		}
+	}
+	if nfreed != 0 {
+		c.consIndex += nfreed
+		abi.UDMAToDeviceBarrier()
+		c.updateCI()
+	}
+}

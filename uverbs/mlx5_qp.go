@@ -1,0 +1,821 @@
+package uverbs
+
+// mlx5 QPs: sizing and creation (verbs.c create_qp, mlx5_calc_*), the
+// send path (qp.c _mlx5_post_send, post_send_db), the receive path
+// (mlx5_post_recv) and scatter-to-CQE copy-out (mlx5_copy_to_*_wqe).
+// unsafe: WQ buffers, doorbell records and BlueFlame registers are
+// mmap'd device memory (see mlx5.go); user SGE memory is reached by
+// address (memAt) for inline sends and scatter-to-CQE.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/qp"
+	"golang.org/x/sys/unix"
+)
+
+// WQE constants (mlx5dv.h).
+const (
+	mlx5SendWQEBB          = 64
+	mlx5SendWQEShift       = 6
+	mlx5InvalidLKey        = 0x100
+	mlx5InlineSeg          = 0x80000000
+	mlx5ExtendedUDAV       = 0x80000000
+	mlx5WQECtrlCQUpdate    = 2 << 2
+	mlx5WQECtrlSolicited   = 1 << 1
+	mlx5WQECtrlFence       = 4 << 5
+	mlx5OpcodeSendInval    = 0x01
+	mlx5OpcodeRDMAWrite    = 0x08
+	mlx5OpcodeRDMAWriteImm = 0x09
+	mlx5OpcodeSend         = 0x0a
+	mlx5OpcodeSendImm      = 0x0b
+	mlx5OpcodeTSO          = 0x0e
+	mlx5OpcodeRDMARead     = 0x10
+	mlx5OpcodeAtomicCS     = 0x11
+	mlx5OpcodeAtomicFA     = 0x12
+	mlx5RcvDBR             = 0 // MLX5_RCV_DBR
+	mlx5SndDBR             = 1 // MLX5_SND_DBR
+	mlx5CtrlSize           = 16
+	mlx5RaddrSize          = 16
+	mlx5DataSegSize        = 16
+	mlx5DatagramSize       = 48
+)
+
+// mlx5IBOpcode is mlx5_ib_opcode[] for the opcodes SendWR can carry.
+var mlx5IBOpcode = [...]uint32{
+	OpRDMAWrite: mlx5OpcodeRDMAWrite, OpRDMAWriteWithImm: mlx5OpcodeRDMAWriteImm,
+	OpSend: mlx5OpcodeSend, OpSendWithImm: mlx5OpcodeSendImm, OpRDMARead: mlx5OpcodeRDMARead,
+}
+
+// mlx5WQ is struct mlx5_wq.
+type mlx5WQ struct {
+	wrid       []uint64
+	wqeHead    []uint32
+	wrData     []uint32
+	wqeCnt     uint32
+	maxPost    uint32
+	head       uint32
+	tail       atomic.Uint32 // written by poll, read by post
+	curPost    uint32
+	maxGS      int
+	stateMaxGS int // qp_state_max_gs
+	wqeShift   uint
+	offset     int
+}
+
+// mlx5WQSize is the sizing part of struct mlx5_wq.
+type mlx5WQSize struct {
+	wqeCnt, maxPost uint32
+	maxGS           int
+	wqeShift        uint
+	offset          int
+}
+
+func (w *mlx5WQ) setSize(s mlx5WQSize) {
+	w.wqeCnt, w.maxPost, w.maxGS, w.wqeShift, w.offset = s.wqeCnt, s.maxPost, s.maxGS, s.wqeShift, s.offset
+}
+
+// mlx5QP is struct mlx5_qp (data path and ECE state).
+type mlx5QP struct {
+	p   *mlx5Provider
+	q   *QP
+	typ qp.QPType
+	qpn uint32
+
+	mem     []byte // buffer mapping
+	bufSize int
+	sq      mlx5WQ
+	rq      mlx5WQ
+	sqBuf   []byte // SQ: buf[sq.offset : qend]
+	db      *[2]uint32
+	bf      *mlx5BF
+
+	maxInline  int
+	signalBits uint8
+	fmCache    uint8
+	rsn        uint32
+	uidx       uint32
+	hasUIdx    bool
+	inQPNTable bool
+
+	sqMu, rqMu sync.Mutex
+
+	getECE uint32 // options the kernel/firmware reported
+	setECE uint32 // options to send with the next modify
+}
+
+func roundupPow2(v int) int {
+	n := 1
+	for n < v {
+		n <<= 1
+	}
+	return n
+}
+
+// ilog32 is rdma-core's ilog32: the number of significant bits.
+func ilog32(v uint32) uint {
+	n := uint(0)
+	for v != 0 {
+		n++
+		v >>= 1
+	}
+	return n
+}
+
+// mlx5SQOverhead is sq_overhead with the default send ops of
+// ibv_create_qp: RC/UC every op (BIND_MW/LOCAL_INV make the UMR overhead
+// ctrl+umr_ctrl+mkey+64 = 192 the largest); UD SEND|SEND_IMM|TSO plus the
+// datagram segment.
+func mlx5SQOverhead(t qp.QPType) int {
+	switch t {
+	case qp.RC, qp.UC:
+		return max(mlx5CtrlSize, mlx5CtrlSize+mlx5RaddrSize, mlx5CtrlSize+mlx5RaddrSize+16, mlx5CtrlSize+48+64+64)
+	case qp.UD:
+		return mlx5CtrlSize + mlx5DatagramSize
+	}
+	return -1
+}
+
+// mlx5Sizes is the result of mlx5_calc_wq_size.
+type mlx5Sizes struct {
+	total, sqSize, rqSize int
+	sq, rq                mlx5WQSize
+	maxInline             int
+	cmdInline             uint32 // attr->cap.max_inline_data after sizing
+}
+
+// mlx5CalcWQSize is mlx5_calc_wq_size (mlx5_calc_sq_size +
+// mlx5_calc_rq_size) against the context limits.
+func (p *mlx5Provider) calcWQSize(t qp.QPType, c qp.Cap) (mlx5Sizes, error) {
+	var s mlx5Sizes
+	s.cmdInline = c.MaxInlineData
+	inval := func(why string, a ...any) (mlx5Sizes, error) {
+		return s, fmt.Errorf("%w: %s: %w", ErrInvalid, fmt.Sprintf(why, a...), unix.EINVAL)
+	}
+	if c.MaxSendWR != 0 {
+		ovh := mlx5SQOverhead(t)
+		size := ovh
+		inl := 0
+		if c.MaxInlineData != 0 {
+			inl = size + (4+int(c.MaxInlineData)+15)/16*16
+		}
+		maxGather := (p.maxSQDescSz - size) / mlx5DataSegSize
+		if int(c.MaxSendSGE) > maxGather {
+			return inval("%d send SGEs (at most %d)", c.MaxSendSGE, maxGather)
+		}
+		size += int(c.MaxSendSGE) * mlx5DataSegSize
+		tot := max(size, inl)
+		if tot > p.maxSQDescSz {
+			return inval("send WQE of %d bytes (max_sq_desc_sz %d)", tot, p.maxSQDescSz)
+		}
+		wqeSize := (tot + mlx5SendWQEBB - 1) / mlx5SendWQEBB * mlx5SendWQEBB
+		if wqeSize > p.maxSQDescSz {
+			return inval("send WQE of %d bytes (max_sq_desc_sz %d)", wqeSize, p.maxSQDescSz)
+		}
+		s.maxInline = wqeSize - ovh - 4
+		s.cmdInline = uint32(s.maxInline)
+		if int(c.MaxSendWR) > 0x7fffffff/p.maxSQDescSz {
+			return inval("%d send WRs", c.MaxSendWR)
+		}
+		wq := roundupPow2(int(c.MaxSendWR) * wqeSize)
+		s.sq.wqeCnt = uint32(wq / mlx5SendWQEBB)
+		if s.sq.wqeCnt > p.maxSendWqebb {
+			return inval("%d send WQEBBs (max_send_wqebb %d)", s.sq.wqeCnt, p.maxSendWqebb)
+		}
+		s.sq.wqeShift = mlx5SendWQEShift
+		s.sq.maxGS = int(c.MaxSendSGE)
+		s.sq.maxPost = uint32(wq / wqeSize)
+		s.sqSize = wq
+	}
+	if c.MaxRecvWR != 0 {
+		if c.MaxRecvWR > p.maxRecvWR {
+			return inval("%d receive WRs (max_recv_wr %d)", c.MaxRecvWR, p.maxRecvWR)
+		}
+		size := mlx5DataSegSize * max(int(c.MaxRecvSGE), 1)
+		if size > p.maxRQDescSz {
+			return inval("receive WQE of %d bytes (max_rq_desc_sz %d)", size, p.maxRQDescSz)
+		}
+		wqeSize := roundupPow2(size)
+		if wqeSize > p.maxRQDescSz {
+			return inval("receive WQE of %d bytes (max_rq_desc_sz %d)", wqeSize, p.maxRQDescSz)
+		}
+		wq := max(roundupPow2(int(c.MaxRecvWR))*wqeSize, mlx5SendWQEBB)
+		s.rq.wqeCnt = uint32(wq / wqeSize)
+		s.rq.wqeShift = ilog32(uint32(wqeSize - 1))
+		s.rq.maxPost = 1 << ilog32(uint32(wq/wqeSize-1))
+		s.rq.maxGS = wqeSize / mlx5DataSegSize
+		s.rqSize = wq
+	}
+	s.sq.offset = s.rqSize
+	s.total = s.sqSize + s.rqSize
+	return s, nil
+}
+
+// qpData is create_qp up to the command: sizing, buffer, doorbell
+// record, user index, UAR, driver data. It sets init.Cap.MaxInlineData
+// to the computed value, which the command carries.
+func (p *mlx5Provider) qpData(q *QP, init *QPInit) (in, out []byte, err error) {
+	dev := p.x.dev.Name
+	if mlx5SQOverhead(init.Type) < 0 {
+		return nil, nil, &OpError{Op: "create QP", Device: dev, Err: fmt.Errorf("%w: QP type %v", ErrNotSupported, init.Type)}
+	}
+	s, err := p.calcWQSize(init.Type, init.Cap)
+	if err != nil {
+		return nil, nil, &OpError{Op: "create QP", Device: dev, Err: err}
+	}
+	m := mlx5State(q)
+	m.p, m.typ = p, init.Type
+	m.sq.setSize(s.sq)
+	m.rq.setSize(s.rq)
+	m.maxInline = s.maxInline
+	m.bufSize = s.total
+	init.Cap.MaxInlineData = s.cmdInline
+	if init.SignalAll {
+		m.signalBits = mlx5WQECtrlCQUpdate // sq_signal_bits
+	}
+	if m.sq.wqeCnt != 0 {
+		m.sq.wrid = make([]uint64, m.sq.wqeCnt)
+		m.sq.wrData = make([]uint32, m.sq.wqeCnt)
+		m.sq.wqeHead = make([]uint32, m.sq.wqeCnt)
+	}
+	if m.rq.wqeCnt != 0 {
+		m.rq.wrid = make([]uint64, m.rq.wqeCnt)
+	}
+	if m.mem, err = mmapAnon(max(s.total, 1)); err != nil {
+		return nil, nil, opErr("create QP buffer", dev, err)
+	}
+	m.sqBuf = m.mem[m.sq.offset : m.sq.offset+int(m.sq.wqeCnt)<<mlx5SendWQEShift]
+	m.initIndices()
+	if m.db, err = p.allocDB(); err != nil {
+		m.free()
+		return nil, nil, opErr("create QP doorbell record", dev, err)
+	}
+	m.db[mlx5RcvDBR], m.db[mlx5SndDBR] = 0, 0
+	cmd := p.createQPCmd()
+	cmd.Flags = abi.MLX5QPFlagScatterCQE // use_scatter_to_cqe(); no MLX5_QP_SIGNATURE
+	cmd.BufAddr = addrOf(m.mem)
+	cmd.DBAddr = uint64(uintptr(unsafe.Pointer(m.db)))
+	cmd.SQWQECount, cmd.RQWQECount, cmd.RQWQEShift = m.sq.wqeCnt, m.rq.wqeCnt, uint32(m.rq.wqeShift)
+	if p.cqeVersion == 0 {
+		cmd.UIdx = 0xffffff
+	} else {
+		u, ok := p.uidx.store(m)
+		if !ok {
+			m.free()
+			return nil, nil, opErr("create QP", dev, fmt.Errorf("no free user index: %w", unix.ENOMEM))
+		}
+		m.uidx, m.hasUIdx = u, true
+		cmd.UIdx = u
+	}
+	if !p.noKernDynUAR {
+		if m.bf, err = p.getQPUAR(); err != nil {
+			m.free()
+			return nil, nil, opErr("create QP UAR", dev, err)
+		}
+		cmd.BfregIndex = m.bf.pageID
+		cmd.Flags |= abi.MLX5QPFlagUARPageIndex
+	}
+	return append([]byte(nil), abi.Bytes(&cmd)...), make([]byte, unsafe.Sizeof(abi.MLX5CreateQPResp{})), nil
+}
+
+func (m *mlx5QP) initIndices() {
+	m.sq.head = 0
+	m.sq.tail.Store(0)
+	m.rq.head = 0
+	m.rq.tail.Store(0)
+	m.sq.curPost = 0
+}
+
+// free releases the user index, UAR, doorbell record and buffer (the
+// error path of create_qp and the end of mlx5_destroy_qp).
+func (m *mlx5QP) free() {
+	if m.inQPNTable {
+		m.p.qpns.clear(m.qpn)
+		m.inQPNTable = false
+	}
+	if m.hasUIdx {
+		m.p.uidx.clear(m.uidx)
+		m.hasUIdx = false
+	}
+	if m.db != nil {
+		m.p.freeDB(m.db)
+		m.db = nil
+	}
+	if m.mem != nil {
+		unix.Munmap(m.mem)
+		m.mem, m.sqBuf = nil, nil
+	}
+	if m.bf != nil && !m.p.noKernDynUAR {
+		m.p.putQPUAR(m.bf)
+	}
+	m.bf = nil
+}
+
+// qpAbort undoes qpData when the create command failed.
+func (p *mlx5Provider) qpAbort(q *QP) {
+	if m, ok := q.drv.(*mlx5QP); ok && m.p != nil {
+		m.free()
+	}
+}
+
+// newQP is create_qp after the command.
+func (p *mlx5Provider) newQP(q *QP, out []byte) (qpOps, error) {
+	m := mlx5State(q)
+	if m.p == nil {
+		return nil, opErr("create QP", p.x.dev.Name, fmt.Errorf("%w: no mlx5 QP state", ErrInvalid))
+	}
+	resp := abi.Decode[abi.MLX5CreateQPResp](out)
+	m.qpn = q.num
+	if p.cqeVersion == 0 && (m.sq.wqeCnt != 0 || m.rq.wqeCnt != 0) {
+		p.qpns.storeAt(q.num, m)
+		m.inQPNTable = true
+	}
+	m.getECE = resp.ECEOptions
+	if p.noKernDynUAR {
+		// map_uuar: the kernel's bfreg index into the static table.
+		if int(resp.BfregIndex) >= len(p.bfs) || p.bfs[resp.BfregIndex].reg == nil {
+			m.free()
+			return nil, opErr("create QP", p.x.dev.Name, fmt.Errorf("%w: bfreg_index %d of %d", ErrInvalid, resp.BfregIndex, len(p.bfs)))
+		}
+		m.bf = &p.bfs[resp.BfregIndex]
+	}
+	m.rq.maxPost = m.rq.wqeCnt
+	q.cap.MaxSendWR = m.sq.maxPost
+	q.cap.MaxRecvWR = m.rq.maxPost
+	q.cap.MaxRecvSGE = uint32(m.rq.maxGS)
+	if m.hasUIdx {
+		m.rsn = m.uidx
+	} else {
+		m.rsn = q.num
+	}
+	m.stateChanged(qp.Reset, false)
+	return m, nil
+}
+
+// stateChanged is set_qp_operational_state, and after a modify to RESET
+// the rest of mlx5_modify_qp: CQs cleaned of this QP, indices and
+// doorbell record reset (the buffer is left as it is).
+func (m *mlx5QP) stateChanged(s qp.State, modify bool) {
+	switch s {
+	case qp.Reset:
+		if modify && m.q != nil && m.db != nil {
+			rc, sc := mlx5CQOf(m.q.recvCQ), mlx5CQOf(m.q.sendCQ)
+			m.cleanCQ(rc)
+			if sc != rc {
+				m.cleanCQ(sc)
+			}
+			m.initIndices()
+			m.db[mlx5RcvDBR], m.db[mlx5SndDBR] = 0, 0
+		}
+		m.rq.stateMaxGS, m.sq.stateMaxGS = -1, -1
+	case qp.Init:
+		m.rq.stateMaxGS = m.rq.maxGS
+	case qp.RTS:
+		m.sq.stateMaxGS = m.sq.maxGS
+	}
+}
+
+func mlx5CQOf(cq *CQ) *mlx5CQ {
+	if cq == nil {
+		return nil
+	}
+	c, _ := cq.ops.(*mlx5CQ)
+	return c
+}
+
+func (m *mlx5QP) cleanCQ(c *mlx5CQ) {
+	if c == nil {
+		return
+	}
+	c.cq.mu.Lock()
+	c.clean(m.rsn)
+	c.cq.mu.Unlock()
+}
+
+// close is mlx5_destroy_qp after DESTROY_QP: both CQs cleaned under their
+// locks, then the user index, doorbell record, buffer and UAR released.
+func (m *mlx5QP) close() error {
+	rc, sc := mlx5CQOf(m.q.recvCQ), mlx5CQOf(m.q.sendCQ)
+	first, second := rc, sc
+	if sc != nil && rc != nil && sc != rc && sc.cqn < rc.cqn {
+		first, second = sc, rc
+	}
+	if first != nil {
+		first.cq.mu.Lock()
+	}
+	if second != nil && second != first {
+		second.cq.mu.Lock()
+	}
+	if rc != nil {
+		rc.clean(m.rsn)
+	}
+	if sc != nil && sc != rc {
+		sc.clean(m.rsn)
+	}
+	if m.inQPNTable {
+		m.p.qpns.clear(m.qpn)
+		m.inQPNTable = false
+	}
+	if second != nil && second != first {
+		second.cq.mu.Unlock()
+	}
+	if first != nil {
+		first.cq.mu.Unlock()
+	}
+	m.free()
+	return nil
+}
+
+// queryCap is mlx5_query_qp's override of the kernel's capacity.
+func (m *mlx5QP) queryCap(c *qp.Cap) {
+	c.MaxSendWR = m.sq.maxPost
+	c.MaxSendSGE = uint32(m.sq.maxGS)
+	c.MaxInlineData = uint32(m.maxInline)
+}
+
+// overflow is mlx5_wq_overflow; the tail is re-read under the CQ lock.
+func (m *mlx5QP) overflow(wq *mlx5WQ, nreq uint32, cq *CQ) bool {
+	if wq.head-wq.tail.Load()+nreq < wq.maxPost {
+		return false
+	}
+	if cq != nil {
+		cq.mu.Lock()
+		defer cq.mu.Unlock()
+	}
+	return wq.head-wq.tail.Load()+nreq >= wq.maxPost
+}
+
+// sendErr builds the error of WR i (bad_wr), wrapping the errno libmlx5
+// returns.
+func (m *mlx5QP) sendErr(i, n int, base error, errno unix.Errno, why string) error {
+	return &OpError{Op: fmt.Sprintf("post send WR %d of %d on QP %#x", i+1, n, m.q.num), Device: m.p.x.dev.Name,
+		Err: fmt.Errorf("%w: %s: %w", base, why, errno)}
+}
+
+func putBE32(b []byte, off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }
+func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], v) }
+
+// postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
+// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD.
+func (m *mlx5QP) postSend(wrs []SendWR) error {
+	m.sqMu.Lock()
+	defer m.sqMu.Unlock()
+	sq := &m.sq
+	buf := m.sqBuf
+	qend := len(buf)
+	nextFence := m.fmCache
+	ctrl, size := -1, 0
+	inl := false
+	var err error
+	nreq := 0
+	for ; nreq < len(wrs); nreq++ {
+		wr := &wrs[nreq]
+		if int(wr.Opcode) >= len(mlx5IBOpcode) {
+			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, fmt.Sprintf("bad opcode %d", wr.Opcode))
+			break
+		}
+		if m.overflow(sq, uint32(nreq), m.q.sendCQ) {
+			err = m.sendErr(nreq, len(wrs), ErrQueueFull, unix.ENOMEM, "work queue overflow")
+			break
+		}
+		inlData := wr.Flags&SendInline != 0 && wr.InlineData != nil
+		nsge := len(wr.SGEs)
+		if inlData {
+			nsge = 1
+		}
+		if nsge > sq.stateMaxGS {
+			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(sq.stateMaxGS, 0)))
+			break
+		}
+		if m.typ == qp.UD && wr.AH == nil {
+			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, "UD send without an AH")
+			break
+		}
+		fence := nextFence
+		if wr.Flags&SendFence != 0 {
+			fence = mlx5WQECtrlFence
+		}
+		nextFence = 0
+		idx := sq.curPost & (sq.wqeCnt - 1)
+		ctrl = int(idx) << mlx5SendWQEShift
+		seg := ctrl
+		putBE32(buf, ctrl+8, 0) // *(uint32_t *)(seg + 8) = 0
+		var imm uint32
+		if wr.Opcode == OpSendWithImm || wr.Opcode == OpRDMAWriteWithImm {
+			imm = wr.Imm
+		}
+		putBE32(buf, ctrl+12, imm)
+		fm := m.signalBits | fence
+		if wr.Flags&SendSignaled != 0 {
+			fm |= mlx5WQECtrlCQUpdate
+		}
+		if wr.Flags&SendSolicited != 0 {
+			fm |= mlx5WQECtrlSolicited
+		}
+		buf[ctrl+11] = fm
+		seg += mlx5CtrlSize
+		size = mlx5CtrlSize / 16
+		sq.wrData[idx] = 0
+		switch m.typ {
+		case qp.RC, qp.UC:
+			if wr.Opcode == OpRDMAWrite || wr.Opcode == OpRDMAWriteWithImm || (m.typ == qp.RC && wr.Opcode == OpRDMARead) {
+				putBE64(buf, seg, wr.RemoteAddr)
+				putBE32(buf, seg+8, wr.RKey)
+				putBE32(buf, seg+12, 0)
+				seg += mlx5RaddrSize
+				size += mlx5RaddrSize / 16
+			}
+		case qp.UD:
+			av := m.p.av(wr.AH.num)
+			if av != nil {
+				copy(buf[seg:seg+mlx5DatagramSize], av[:])
+			}
+			putBE32(buf, seg+8, wr.RemoteQPN|mlx5ExtendedUDAV)
+			putBE32(buf, seg, wr.RemoteQKey)
+			seg += mlx5DatagramSize
+			size += mlx5DatagramSize / 16
+			if seg == qend {
+				seg = 0
+			}
+		}
+		if wr.Flags&SendInline != 0 && nsge > 0 {
+			sz, ok := m.setDataInlSeg(wr, inlData, seg)
+			if !ok {
+				err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.ENOMEM, fmt.Sprintf("inline data over %d bytes", m.maxInline))
+				break
+			}
+			inl = true
+			size += sz
+		} else {
+			d := seg
+			for i := range wr.SGEs {
+				s := &wr.SGEs[i]
+				if d == qend {
+					d = 0
+				}
+				if s.Length != 0 {
+					putBE32(buf, d, s.Length)
+					putBE32(buf, d+4, s.LKey)
+					putBE64(buf, d+8, s.Addr)
+					d += mlx5DataSegSize
+					size += mlx5DataSegSize / 16
+				}
+			}
+		}
+		putBE32(buf, ctrl, (sq.curPost&0xffff)<<8|mlx5IBOpcode[wr.Opcode])
+		putBE32(buf, ctrl+4, uint32(size)|m.q.num<<8)
+		sq.wrid[idx] = wr.ID
+		sq.wqeHead[idx] = sq.head + uint32(nreq)
+		sq.curPost += uint32((size*16 + mlx5SendWQEBB - 1) / mlx5SendWQEBB)
+	}
+	m.fmCache = nextFence
+	m.ringSend(uint32(nreq), inl, size, ctrl)
+	return err
+}
+
+// setDataInlSeg is set_data_inl_seg: the SGEs' bytes (or InlineData)
+// copied after a 4-byte header, wrapping at the end of the SQ; the
+// padding to 16 bytes is not written. ok is false past max_inline_data.
+func (m *mlx5QP) setDataInlSeg(wr *SendWR, inlData bool, seg int) (sz int, ok bool) {
+	buf := m.sqBuf
+	qend := len(buf)
+	w := seg + 4
+	inl := 0
+	n := len(wr.SGEs)
+	if inlData {
+		n = 1
+	}
+	for i := 0; i < n; i++ {
+		var src []byte
+		if inlData {
+			src = wr.InlineData
+		} else {
+			l := int(wr.SGEs[i].Length)
+			inl += l
+			if inl > m.maxInline {
+				return 0, false
+			}
+			src = memAt(wr.SGEs[i].Addr, l)
+		}
+		if inlData {
+			inl += len(src)
+			if inl > m.maxInline {
+				return 0, false
+			}
+		}
+		if w+len(src) > qend {
+			c := copy(buf[w:qend], src)
+			src = src[c:]
+			w = 0
+		}
+		w += copy(buf[w:], src)
+	}
+	if inl == 0 {
+		return 0, true
+	}
+	putBE32(buf, seg, uint32(inl)|mlx5InlineSeg)
+	return (inl + 4 + 15) / 16, true
+}
+
+// ringSend is post_send_db.
+func (m *mlx5QP) ringSend(nreq uint32, inl bool, size, ctrl int) {
+	if nreq == 0 {
+		return
+	}
+	sq := &m.sq
+	sq.head += nreq
+	// Descriptors are written before the doorbell record.
+	abi.UDMAToDeviceBarrier()
+	m.db[mlx5SndDBR] = htobe32(sq.curPost & 0xffff)
+	bf := m.bf
+	if bf.lock {
+		// mmio_wc_spinlock: x86 relies on the lock's serialisation.
+		bf.mu.Lock()
+		if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
+			abi.MMIOFlushWrites()
+		}
+	} else {
+		// mmio_wc_start: the record is written before the WC copy.
+		abi.MMIOFlushWrites()
+	}
+	reg := unsafe.Add(bf.reg, bf.offset)
+	_ = inl // prefer_bf defaults to 1: BlueFlame with or without inline
+	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		m.bfCopy(reg, ctrl, (size*16+63)/64*64)
+	} else {
+		*(*uint64)(reg) = *(*uint64)(unsafe.Pointer(&m.sqBuf[ctrl]))
+	}
+	// Flush the WC buffers before toggling the BlueFlame half.
+	abi.MMIOFlushWrites()
+	bf.offset ^= bf.bufSize
+	if bf.lock {
+		bf.mu.Unlock()
+	}
+}
+
+// bfCopy is mlx5_bf_copy: 64 bytes at a time as eight 64-bit stores
+// (mmio_memcpy_x64), the source wrapping at the end of the SQ.
+func (m *mlx5QP) bfCopy(dst unsafe.Pointer, src, n int) {
+	buf := m.sqBuf
+	for n > 0 {
+		s := unsafe.Pointer(&buf[src])
+		for i := uintptr(0); i < 64; i += 8 {
+			*(*uint64)(unsafe.Add(dst, i)) = *(*uint64)(unsafe.Add(s, i))
+		}
+		n -= 64
+		dst = unsafe.Add(dst, 64)
+		src += 64
+		if src == len(buf) {
+			src = 0
+		}
+	}
+}
+
+// postRecv is mlx5_post_recv.
+func (m *mlx5QP) postRecv(wrs []RecvWR) error {
+	m.rqMu.Lock()
+	defer m.rqMu.Unlock()
+	rq := &m.rq
+	ind := rq.head & (rq.wqeCnt - 1)
+	var err error
+	nreq := 0
+	for ; nreq < len(wrs); nreq++ {
+		wr := &wrs[nreq]
+		if m.overflow(rq, uint32(nreq), m.q.recvCQ) {
+			err = m.recvErr(nreq, len(wrs), ErrQueueFull, unix.ENOMEM, "work queue overflow")
+			break
+		}
+		if len(wr.SGEs) > rq.stateMaxGS {
+			err = m.recvErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, fmt.Sprintf("%d SGEs (QP takes %d in this state)", len(wr.SGEs), max(rq.stateMaxGS, 0)))
+			break
+		}
+		scat := rq.offset + int(ind)<<rq.wqeShift
+		b := m.mem
+		j := 0
+		for i := range wr.SGEs {
+			s := &wr.SGEs[i]
+			if s.Length == 0 {
+				continue
+			}
+			d := scat + j*mlx5DataSegSize
+			putBE32(b, d, s.Length)
+			putBE32(b, d+4, s.LKey)
+			putBE64(b, d+8, s.Addr)
+			j++
+		}
+		if j < rq.maxGS {
+			d := scat + j*mlx5DataSegSize
+			putBE32(b, d, 0)
+			putBE32(b, d+4, mlx5InvalidLKey)
+			putBE64(b, d+8, 0)
+		}
+		rq.wrid[ind] = wr.ID
+		ind = (ind + 1) & (rq.wqeCnt - 1)
+	}
+	if nreq > 0 {
+		rq.head += uint32(nreq)
+		// Descriptors are written before the doorbell record.
+		abi.UDMAToDeviceBarrier()
+		m.db[mlx5RcvDBR] = htobe32(rq.head & 0xffff)
+	}
+	return err
+}
+
+func (m *mlx5QP) recvErr(i, n int, base error, errno unix.Errno, why string) error {
+	return &OpError{Op: fmt.Sprintf("post receive WR %d of %d on QP %#x", i+1, n, m.q.num), Device: m.p.x.dev.Name,
+		Err: fmt.Errorf("%w: %s: %w", base, why, errno)}
+}
+
+// copyToScat is copy_to_scat: size bytes of src into up to max data
+// segments at off of buf. src is bounded to the CQ buffer (libmlx5 reads
+// whatever follows the CQE); bytes past it count as missing
+// (IBV_WC_LOC_LEN_ERR).
+func (m *mlx5QP) copyToScat(buf []byte, off int, src []byte, size, maxSeg int) (WCStatus, int) {
+	if size == 0 {
+		return WCSuccess, 0
+	}
+	done := 0
+	for i := 0; i < maxSeg; i++ {
+		if off < 0 || off+mlx5DataSegSize > len(buf) {
+			break
+		}
+		c := min(size, int(be32(buf, off)))
+		if be32(buf, off+4) != mlx5InvalidLKey && c > 0 { // dump_fill_mkey default
+			if done+c > len(src) {
+				return WCLocLenErr, done
+			}
+			copy(memAt(binary.BigEndian.Uint64(buf[off+8:]), c), src[done:done+c])
+		}
+		size -= c
+		done += c
+		if size == 0 {
+			return WCSuccess, done
+		}
+		off += mlx5DataSegSize
+	}
+	return WCLocLenErr, done
+}
+
+// cqeSrc bounds a scatter source at off of the CQ buffer.
+func cqeSrc(cqbuf []byte, off int) []byte {
+	if off < 0 || off > len(cqbuf) {
+		return nil
+	}
+	return cqbuf[off:]
+}
+
+// copyToRecvWQE is mlx5_copy_to_recv_wqe.
+func (m *mlx5QP) copyToRecvWQE(idx uint32, cqbuf []byte, off, size int) WCStatus {
+	if m.mem == nil {
+		return WCGeneralErr
+	}
+	maxSeg := 1 << (m.rq.wqeShift - 4)
+	st, _ := m.copyToScat(m.mem, m.rq.offset+int(idx)<<m.rq.wqeShift, cqeSrc(cqbuf, off), size, maxSeg)
+	return st
+}
+
+// copyToSendWQE is mlx5_copy_to_send_wqe (RDMA READ on RC only).
+func (m *mlx5QP) copyToSendWQE(idx uint32, cqbuf []byte, off, size int) WCStatus {
+	if m.sqBuf == nil || m.sq.wqeCnt == 0 {
+		return WCGeneralErr
+	}
+	idx &= m.sq.wqeCnt - 1
+	ctrl := int(idx) << mlx5SendWQEShift
+	if m.typ != qp.RC {
+		return WCGeneralErr
+	}
+	buf := m.sqBuf
+	p := ctrl + mlx5CtrlSize
+	switch be32(buf, ctrl) & 0xff {
+	case mlx5OpcodeRDMARead:
+		p += mlx5RaddrSize
+	case mlx5OpcodeAtomicCS, mlx5OpcodeAtomicFA:
+		p += mlx5RaddrSize + 16
+	default:
+		return WCRemInvReqErr
+	}
+	maxSeg := int(be32(buf, ctrl+4)&0x3f) - (p-ctrl)>>4
+	src := cqeSrc(cqbuf, off)
+	if p+maxSeg*mlx5DataSegSize > len(buf) {
+		tmp := (len(buf) - p) >> 4
+		st, done := m.copyToScat(buf, p, src, size, tmp)
+		if st == WCSuccess {
+			return WCSuccess
+		}
+		maxSeg -= tmp
+		size -= done
+		if done > len(src) {
+			return WCLocLenErr
+		}
+		src = src[done:]
+		p = 0
+	}
+	st, _ := m.copyToScat(buf, p, src, size, maxSeg)
+	return st
+}
