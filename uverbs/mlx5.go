@@ -700,6 +700,10 @@ type mlx5AV [48]byte
 // ib_to_mlx5_rate_table (verbs.c 3103).
 var mlx5RateTable = [...]uint8{0, 0, 7, 8, 9, 10, 11, 12, 13, 14, 15, 11, 13, 15, 0, 9, 15, 0, 0, 9, 13, 0, 0}
 
+// pdData is the room for struct mlx5_alloc_pd_resp's pdn, which
+// libmlx5 asks for (mlx5_alloc_pd) and this package does not use.
+func (*mlx5Provider) pdData() []byte { return make([]byte, 4) }
+
 func (p *mlx5Provider) ahData() []byte {
 	return make([]byte, unsafe.Sizeof(abi.MLX5CreateAHResp{}))
 }

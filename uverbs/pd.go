@@ -29,7 +29,7 @@ func (x *Context) AllocPD() (*PD, error) {
 	defer x.mu.Unlock()
 	var req abi.UverbsGetContext
 	var resp abi.UverbsAllocPDResp
-	if err := x.exec(&cmd{num: abi.UverbsCmdAllocPD, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp)}); err != nil {
+	if err := x.exec(&cmd{num: abi.UverbsCmdAllocPD, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvOut: x.prov.pdData()}); err != nil {
 		return nil, opErr("allocate PD", x.dev.Name, err)
 	}
 	pd := &PD{ctx: x, handle: resp.PDHandle}

@@ -35,6 +35,8 @@ type provider interface {
 	qpData(q *QP, init *QPInit) (in, out []byte, err error)
 	qpAbort(q *QP)
 	newQP(q *QP, out []byte) (qpOps, error)
+	// pdData returns a buffer for ALLOC_PD's driver output (nil: none).
+	pdData() (out []byte)
 	ahData() (out []byte)
 	ahCreated(ah *AH, out []byte)
 	// modifyQPData returns driver data for a modify; ex asks for
@@ -98,6 +100,7 @@ func (genericProvider) cqData(_ *CQ, cqe int) (in, out []byte, cmdCQE int, err e
 func (genericProvider) cqAbort(*CQ)                                 {}
 func (genericProvider) qpAbort(*QP)                                 {}
 func (genericProvider) newCQ(*CQ, []byte) (cqOps, error)            { return nil, nil }
+func (genericProvider) pdData() []byte                              { return nil }
 func (genericProvider) ahData() []byte                              { return nil }
 func (genericProvider) ahCreated(*AH, []byte)                       {}
 func (genericProvider) modifyQPDone(*QP, *qp.Attr, qp.Mask, []byte) {}

@@ -93,6 +93,8 @@ func rxeDoorbell(qpHandle uint32, resp *uint32) []byte {
 	return append(append([]byte{}, abi.Bytes(&hdr)...), abi.Bytes(&body)...)
 }
 
+func (*rxeProvider) pdData() []byte { return nil }
+
 func (*rxeProvider) ahData() []byte { return make([]byte, unsafe.Sizeof(abi.RxeCreateAHResp{})) }
 
 func (*rxeProvider) ahCreated(ah *AH, out []byte) {

@@ -424,7 +424,11 @@ func (r *Runner) ah(l Line) error {
 	if r.pd == nil {
 		return bad("line %d: ah before pd", l.Num)
 	}
-	ah, err := r.pd.CreateAH(peerAH())
+	// A flow label, because libmlx5 draws a random UDP source port for a
+	// RoCE v2 AV without one (mlx5_ah_set_udp_sport).
+	a := peerAH()
+	a.GRH.FlowLabel = 0x12345
+	ah, err := r.pd.CreateAH(a)
 	if err != nil {
 		return err
 	}
