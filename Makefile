@@ -11,7 +11,7 @@ FUZZTIME ?= 30000x
 QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/...
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
-.PHONY: bench-vm all build test unit lint vet staticcheck vulncheck fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
+.PHONY: hwtest bench-vm all build test unit lint vet staticcheck vulncheck fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
 
 all: build
 
@@ -64,7 +64,7 @@ qemu-user: deps
 # Real-kernel tests in QEMU soft-RoCE guests (see docs/testing.md). VMTEST=1
 # is set on these lines only: host-driven tests in internal/vmtest, then the
 # packages whose test binaries run inside guest a (go test -exec vmexec).
-VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/
+VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/ ./internal/hwtest/
 # Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
 # so that our CM engine owns the CM class over umad.
 VMEXEC_NOCM_PKGS ?= ./cm/umad/
@@ -73,9 +73,16 @@ vmtest: deps
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
 	VMTEST=1 $(GO) test -count=1 -timeout 20m -v ./cmd/rdmacm-ping/
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./internal/vmtest/cmd/vmexec
+	$(GO) generate ./internal/hwtest/
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
+
+# The uverbs and cm checks and both commands on this host's own RDMA device
+# (RDMA_DEV=mlx5_0; default: the first device), as a Markdown report to
+# paste into an issue (docs/hardware.md). HWTEST_FLAGS: e.g. -json FILE.
+hwtest:
+	RDMA_DEV=$(RDMA_DEV) $(GO) run ./internal/hwtest/cmd/hwtest $(HWTEST_FLAGS)
 
 # Connection setup, side by side with librdmacm's cmtime in the same guests
 # (BENCH_ROUNDS, BENCH_CONNS tune it; see docs/benchmarks.md).
