@@ -16,6 +16,10 @@ have cpio || need+=(cpio)
 [ -f /usr/include/rdma/rdma_cma.h ] || need+=(librdmacm-dev)
 [ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
 [ -f /usr/include/rdma/ib_user_verbs.h ] || need+=(linux-libc-dev)
+# The real libmlx5 (rdma-core 44), the oracle of the mlx5 differential
+# tests (internal/mlx5sim): ibverbs-providers ships it and the plugin.
+compgen -G '/usr/lib/*/libmlx5.so.1' >/dev/null || need+=(ibverbs-providers)
+compgen -G '/usr/lib/*/libibverbs/libmlx5-rdmav*.so' >/dev/null || need+=(ibverbs-providers)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "deps: installing ${need[*]}"
 	[ "$(id -u)" = 0 ] && sudo= || sudo=sudo

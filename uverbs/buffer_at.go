@@ -24,5 +24,5 @@ func AllocBufferAt(addr uint64, size int) (*Buffer, error) {
 		return nil, &OpError{Op: fmt.Sprintf("mmap %d bytes at %#x", n, addr), Err: err}
 	}
 	_ = unix.Madvise(mem, unix.MADV_DONTFORK)
-	return &Buffer{mem: mem[:size:n]}, nil
+	return &Buffer{mem: mem[:size:n], at: true}, nil
 }

@@ -110,6 +110,9 @@ type mlx5BF struct {
 	dedicated bool
 	shared    bool
 	count     uint32
+	// first marks the bfreg mlx5_alloc_dyn_uar returned for its page
+	// (the one whose length is set): only freeing it frees the page.
+	first bool
 }
 
 // mlx5DynUAR is one UAR_OBJ_ALLOC'd page (mlx5_alloc_dyn_uar).
@@ -153,7 +156,6 @@ type mlx5Provider struct {
 	portFlags [mlx5MaxPortsNum]uint8
 
 	dynMu          sync.Mutex
-	dynUARs        []*mlx5DynUAR
 	dedicated      []*mlx5BF // dyn_uar_qp_dedicated_list
 	sharedList     []*mlx5BF // dyn_uar_qp_shared_list
 	allocDedicated int
@@ -401,7 +403,6 @@ func (p *mlx5Provider) allocDynUAR(typ uint64) (*mlx5DynUAR, error) {
 		p.destroyDynUAR(u)
 		return nil, err
 	}
-	p.dynUARs = append(p.dynUARs, u)
 	return u, nil
 }
 
@@ -427,7 +428,7 @@ func (p *mlx5Provider) insertDynUUARs(u *mlx5DynUAR, dedicated bool) {
 			continue
 		}
 		bf := &mlx5BF{reg: unsafe.Pointer(&u.mem[off]), bufSize: p.bfRegSize / 2, uuarn: 1, uar: u,
-			pageID: u.pageID + uint32(inPage), dedicated: dedicated, shared: !dedicated, lock: !dedicated}
+			pageID: u.pageID + uint32(inPage), dedicated: dedicated, shared: !dedicated, lock: !dedicated, first: j == 0}
 		if dedicated {
 			p.dedicated = append(p.dedicated, bf)
 			p.allocDedicated++
@@ -512,10 +513,22 @@ func (p *mlx5Provider) close() error {
 		abi.MunmapShort(p.clockInfo)
 		p.clockInfo = nil
 	}
-	for _, u := range p.dynUARs {
-		p.destroyDynUAR(u)
+	// clean_dyn_uars: the pages of the bfregs on the dedicated list, in
+	// list order (QPs put theirs back at the tail), then the shared list,
+	// then the NC UAR. mlx5_free_uar acts only on a page's first bfreg.
+	// A page none of whose first bfreg is listed (its QP still open)
+	// stays mapped, as in libmlx5; the kernel frees it with the context.
+	for _, list := range [][]*mlx5BF{p.dedicated, p.sharedList} {
+		for _, bf := range list {
+			if bf.first && bf.uar != nil && bf.uar != p.ncUAR {
+				p.destroyDynUAR(bf.uar)
+			}
+		}
 	}
-	p.dynUARs = nil
+	if p.ncUAR != nil {
+		p.destroyDynUAR(p.ncUAR)
+	}
+	p.dedicated, p.sharedList, p.ncUAR = nil, nil, nil
 	p.dbMu.Lock()
 	for _, pg := range p.dbAll {
 		unix.Munmap(pg.mem)

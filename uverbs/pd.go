@@ -79,6 +79,7 @@ func (x *Context) destroy(obj, method, attr uint16, handle uint32, resp []byte, 
 // heap: page-aligned, never moved, never collected. Close unmaps it.
 type Buffer struct {
 	mem  []byte
+	at   bool // mapped by AllocBufferAt, outside x/sys/unix's mmap table
 	regs atomic.Int32
 	mu   sync.Mutex
 }
@@ -119,7 +120,12 @@ func (b *Buffer) Close() error {
 	if b.regs.Load() > 0 {
 		return fmt.Errorf("%w: buffer still registered by %d MR(s)", ErrInvalid, b.regs.Load())
 	}
-	err := unix.Munmap(b.mem[:cap(b.mem)])
+	var err error
+	if b.at {
+		err = abi.MunmapShort(b.mem[:cap(b.mem)])
+	} else {
+		err = unix.Munmap(b.mem[:cap(b.mem)])
+	}
 	b.mem = nil
 	return err
 }

@@ -105,7 +105,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 			call.FD(abi.UverbsAttrCreateQPEventFD, x.async.fd())
 		}
 		if init.SignalAll {
-			call.U64(abi.UverbsAttrCreateQPFlags, uint64(abi.UverbsQPCreateSQSigAll))
+			call.U32(abi.UverbsAttrCreateQPFlags, abi.UverbsQPCreateSQSigAll) // 4 bytes, as libibverbs (fill_attr_in_uint32)
 		}
 		call.Out(abi.UverbsAttrCreateQPRespCap, abi.Bytes(&capOut))
 		call.Out(abi.UverbsAttrCreateQPRespQPNum, qpn[:])
