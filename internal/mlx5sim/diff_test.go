@@ -46,7 +46,7 @@ var (
 
 // cSide builds the shim and the C interpreter once per test binary. A
 // missing dependency skips outside CI and fails under CI=true.
-func cSide(t *testing.T) (shim, scn string) {
+func cSide(t testing.TB) (shim, scn string) {
 	t.Helper()
 	cBuild.Do(func() {
 		dir, err := os.MkdirTemp("", "mlx5sim-c-")

@@ -1,0 +1,346 @@
+package mlx5sim_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/mlx5sim"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
+)
+
+// BenchmarkVsLibmlx5 measures post send plus poll per work request on the
+// simulated device, our provider against libmlx5 through libibverbs (the
+// C program c/bench.c under the shim), in one run: BENCH_ROUNDS rounds
+// (default 10), each running every case once on each side in an order
+// that alternates, BENCH_ITERS iterations per case (default 200000). Both
+// sides write the requester CQEs the device would write themselves, so
+// the loop makes no system call on either side. It reports the median
+// ns per WR of each side and the per-round Go/C ratio's median with a
+// bootstrap 95% interval (docs/benchmarks.md).
+//
+//	go test -run '^$' -bench VsLibmlx5 -benchtime 1x ./internal/mlx5sim/
+func BenchmarkVsLibmlx5(b *testing.B) {
+	shim, _ := cSide(b)
+	bench, err := mlx5sim.BuildBench(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rounds := envInt("BENCH_ROUNDS", 10)
+	iters := envInt("BENCH_ITERS", 200000)
+	cases := []string{"send_inline64", "write_sge1", "batch16"}
+
+	g := newGoRig(b)
+	defer g.close()
+	for _, c := range cases {
+		bc := g.benchCase(c)
+		if a := testing.AllocsPerRun(1000, func() { g.iteration(&bc) }); a != 0 {
+			b.Errorf("%s: %.1f allocations per iteration, want 0", c, a)
+		}
+	}
+
+	res := map[string]*[2][]float64{} // case -> [C, Go] ns/WR per round
+	for _, c := range cases {
+		res[c] = &[2][]float64{}
+	}
+	for r := 0; r < rounds; r++ {
+		for _, c := range cases {
+			runC := func() { res[c][0] = append(res[c][0], runCBench(b, shim, bench, c, iters)) }
+			runGo := func() { res[c][1] = append(res[c][1], g.run(c, iters)) }
+			if r%2 == 0 {
+				runC()
+				runGo()
+			} else {
+				runGo()
+				runC()
+			}
+		}
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "| case | libmlx5 ns/WR | ours ns/WR | ours / libmlx5 (95%% interval; faster in) |\n|---|---|---|---|\n")
+	for _, c := range cases {
+		cs, gs := res[c][0], res[c][1]
+		ratios := make([]float64, len(cs))
+		faster := 0
+		for i := range cs {
+			ratios[i] = gs[i] / cs[i]
+			if ratios[i] < 1 {
+				faster++
+			}
+		}
+		lo, hi := bootstrapMedian(ratios)
+		fmt.Fprintf(&table, "| %s | %.1f | %.1f | %.3f (%.3f–%.3f; %d/%d) |\n",
+			c, median(cs), median(gs), median(ratios), lo, hi, faster, len(ratios))
+		b.ReportMetric(median(gs), c+"-go-ns/WR")
+		b.ReportMetric(median(cs), c+"-c-ns/WR")
+		b.ReportMetric(median(ratios), c+"-go/c")
+	}
+	b.Logf("%d rounds of %d iterations per case:\n%s", rounds, iters, table.String())
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// runCBench runs one case of c/bench.c against a fresh simulated device
+// and returns its ns per WR.
+func runCBench(b *testing.B, shim, bench, c string, iters int) float64 {
+	b.Helper()
+	p := mlx5sim.DefaultProfile()
+	sys := b.TempDir()
+	if err := mlx5sim.WriteSysfs(sys, p); err != nil {
+		b.Fatal(err)
+	}
+	d := mlx5sim.New(p)
+	cmd := mlx5sim.ScenarioCmd(bench, shim, sys, c)
+	cmd.Args = append(cmd.Args, strconv.Itoa(iters))
+	var out, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := mlx5sim.RunChild(ctx, cmd, d); err != nil {
+		b.Fatalf("C bench %s: %v\n%s", c, err, stderr.String())
+	}
+	f := strings.Fields(out.String())
+	if len(f) != 2 || f[0] != c {
+		b.Fatalf("C bench %s printed %q", c, out.String())
+	}
+	ns, err := strconv.ParseFloat(f[1], 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ns
+}
+
+// goRig is the Go side: the same objects as c/bench.c, made through
+// uverbs on the simulated device in this process.
+type goRig struct {
+	restore func()
+	ctx     *uverbs.Context
+	pd      *uverbs.PD
+	buf     *uverbs.Buffer
+	mr      *uverbs.MR
+	cq      *uverbs.CQ
+	qp      *uverbs.QP
+	cqmem   []byte
+	ncqe    uint32
+	ci      uint32
+	wqeIdx  uint16
+	wrs     map[string][]uverbs.SendWR
+	wc      [16]uverbs.WC
+}
+
+func newGoRig(b *testing.B) *goRig {
+	b.Helper()
+	p := mlx5sim.DefaultProfile()
+	dir := b.TempDir()
+	sys, dev := filepath.Join(dir, "sys"), filepath.Join(dir, "dev")
+	if err := mlx5sim.WriteSysfs(sys, p); err != nil {
+		b.Fatal(err)
+	}
+	if err := mlx5sim.WriteDevRoot(dev); err != nil {
+		b.Fatal(err)
+	}
+	d := mlx5sim.New(p)
+	g := &goRig{restore: d.Install()}
+	fail := func(err error) {
+		g.close()
+		b.Fatal(err)
+	}
+	devInfo, err := uverbs.Discovery{SysRoot: sys, DevRoot: dev}.Device(mlx5sim.DeviceName)
+	if err != nil {
+		fail(err)
+	}
+	if g.ctx, err = uverbs.OpenDevice(devInfo, nil); err != nil {
+		fail(err)
+	}
+	if g.pd, err = g.ctx.AllocPD(); err != nil {
+		fail(err)
+	}
+	if g.buf, err = uverbs.AllocBuffer(65536); err != nil {
+		fail(err)
+	}
+	for i := range g.buf.Bytes() {
+		g.buf.Bytes()[i] = 0x5a
+	}
+	if g.mr, err = g.pd.RegMR(g.buf, qp.AccessLocalWrite); err != nil {
+		fail(err)
+	}
+	if g.cq, err = g.ctx.CreateCQ(256, nil, 0); err != nil {
+		fail(err)
+	}
+	g.qp, err = g.pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: g.cq, RecvCQ: g.cq,
+		Cap: qp.Cap{MaxSendWR: 256, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 64}})
+	if err != nil {
+		fail(err)
+	}
+	steps := []struct {
+		a qp.Attr
+		m qp.Mask
+	}{
+		{qp.Attr{State: qp.Init, Port: 1, AccessFlags: qp.AccessRemoteWrite}, qp.MaskState | qp.MaskPKeyIndex | qp.MaskPort | qp.MaskAccessFlags},
+		{qp.Attr{State: qp.RTR, PathMTU: qp.MTU1024, DestQPN: 0x123, MaxDestRdAtomic: 1, MinRNRTimer: 12,
+			AH: qp.AH{IsGlobal: true, PortNum: 1, GRH: qp.GRH{HopLimit: 64, DGID: [16]byte{10: 0xff, 11: 0xff, 12: 192, 14: 2, 15: 2}}}},
+			qp.MaskState | qp.MaskAV | qp.MaskPathMTU | qp.MaskDestQPN | qp.MaskRQPSN | qp.MaskMaxDestRdAtomic | qp.MaskMinRNRTimer},
+		{qp.Attr{State: qp.RTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1},
+			qp.MaskState | qp.MaskSQPSN | qp.MaskTimeout | qp.MaskRetryCnt | qp.MaskRNRRetry | qp.MaskMaxQPRdAtomic},
+	}
+	for _, s := range steps {
+		if err := g.qp.Modify(&s.a, s.m); err != nil {
+			fail(err)
+		}
+	}
+	addr, n, ok := d.CQBuffer("cq0")
+	if !ok {
+		fail(fmt.Errorf("the device has no cq0 buffer"))
+	}
+	g.cqmem, g.ncqe = abi.MemAt(addr, n*64), uint32(n)
+	base := g.buf.Addr()
+	sge := []uverbs.SGE{{Addr: base, Length: 64, LKey: g.mr.LKey}}
+	g.wrs = map[string][]uverbs.SendWR{
+		"send_inline64": {{Opcode: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline, SGEs: sge}},
+		"write_sge1": {{Opcode: uverbs.OpRDMAWrite, Flags: uverbs.SendSignaled,
+			SGEs: []uverbs.SGE{{Addr: base, Length: 4096, LKey: g.mr.LKey}}, RemoteAddr: 0x7f0000001000, RKey: 0x1234}},
+	}
+	batch := make([]uverbs.SendWR, 16)
+	for i := range batch {
+		batch[i] = uverbs.SendWR{ID: uint64(i), Opcode: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: sge}
+	}
+	g.wrs["batch16"] = batch
+	return g
+}
+
+// complete writes the requester CQE for the WQE at WQEBB index counter,
+// byte for byte as c/bench.c does.
+func (g *goRig) complete(counter uint16, opcode byte) {
+	off := int(g.ci&(g.ncqe-1)) * 64
+	cqe := g.cqmem[off : off+64 : off+64]
+	clear(cqe[:56])
+	qpn := g.qp.Num()
+	cqe[56], cqe[57], cqe[58], cqe[59] = opcode, byte(qpn>>16), byte(qpn>>8), byte(qpn)
+	cqe[60], cqe[61] = byte(counter>>8), byte(counter)
+	cqe[62] = 0
+	cqe[63] = byte((g.ci / g.ncqe) & 1) // MLX5_CQE_REQ << 4 | owner
+	g.ci++
+}
+
+// benchCase is one case of c/bench.c: its WRs, the WQEBBs each takes and
+// the send opcode its CQEs carry.
+type benchCase struct {
+	wrs []uverbs.SendWR
+	bbs uint16
+	sop byte
+}
+
+func (g *goRig) benchCase(c string) benchCase {
+	bc := benchCase{wrs: g.wrs[c], bbs: 1, sop: 0x0a} // MLX5_OPCODE_SEND
+	switch c {
+	case "send_inline64":
+		bc.bbs = 2 // ctrl 16 + inline 4 + 64, padded: 96 bytes
+	case "write_sge1":
+		bc.sop = 0x08 // MLX5_OPCODE_RDMA_WRITE
+	}
+	return bc
+}
+
+// iteration is one loop body of c/bench.c.
+func (g *goRig) iteration(bc *benchCase) {
+	if err := g.qp.PostSend(bc.wrs); err != nil {
+		panic(err)
+	}
+	for range bc.wrs {
+		g.complete(g.wqeIdx, bc.sop)
+		g.wqeIdx += bc.bbs
+	}
+	n := len(bc.wrs)
+	got := 0
+	for got < n {
+		k, err := g.cq.Poll(g.wc[got:n])
+		if err != nil {
+			panic(err)
+		}
+		got += k
+	}
+	for i := range bc.wrs {
+		if g.wc[i].Status != uverbs.WCSuccess || g.wc[i].ID != bc.wrs[i].ID {
+			panic(fmt.Sprintf("completion %d: %+v", i, g.wc[i]))
+		}
+	}
+}
+
+// run times iters iterations of case c after a warm-up of a tenth, as
+// c/bench.c does, and returns ns per WR.
+func (g *goRig) run(c string, iters int) float64 {
+	bc := g.benchCase(c)
+	for i := 0; i < iters/10+1; i++ {
+		g.iteration(&bc)
+	}
+	start := time.Now()
+	for i := 0; i < iters; i++ {
+		g.iteration(&bc)
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(iters*len(bc.wrs))
+}
+
+func (g *goRig) close() {
+	if g.qp != nil {
+		g.qp.Close()
+	}
+	if g.cq != nil {
+		g.cq.Close()
+	}
+	if g.mr != nil {
+		g.mr.Close()
+	}
+	if g.buf != nil {
+		g.buf.Close()
+	}
+	if g.pd != nil {
+		g.pd.Close()
+	}
+	if g.ctx != nil {
+		g.ctx.Close()
+	}
+	g.restore()
+}
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// bootstrapMedian is a 95% percentile-bootstrap interval of the median.
+func bootstrapMedian(x []float64) (lo, hi float64) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 2000
+	m := make([]float64, n)
+	s := make([]float64, len(x))
+	for i := range m {
+		for j := range s {
+			s[j] = x[r.IntN(len(x))]
+		}
+		m[i] = median(s)
+	}
+	slices.Sort(m)
+	return m[n*25/1000], m[n*975/1000]
+}
