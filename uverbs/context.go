@@ -93,11 +93,16 @@ func OpenDevice(dev Device, opts *Options) (*Context, error) {
 	return x, nil
 }
 
-// driverIDOf asks netlink for the device's driver id and falls back to the
-// device name (rxe*, mlx5_*), then to unknown (write commands only).
+// driverIDOf asks netlink for the device's driver id, as libibverbs
+// does; without netlink it matches the PCI ids against libmlx5's table,
+// then the device name (rxe*, mlx5_*), then gives up (unknown: write
+// commands only, no provider data path).
 func driverIDOf(dev Device) uint32 {
 	if c, err := nlUverbsChardev(dev.Name); err == nil && c.hasID && (dev.Verbs.Name == "" || c.name == dev.Verbs.Name) {
 		return c.driverID
+	}
+	if isMLX5PCI(dev.PCIVendor, dev.PCIDevice) {
+		return abi.RDMADriverMLX5
 	}
 	switch {
 	case strings.HasPrefix(dev.Name, "rxe"):

@@ -54,6 +54,9 @@ type Device struct {
 	RDMACM CharDev
 	// SysPath is the device's sysfs directory.
 	SysPath string
+	// PCIVendor and PCIDevice come from device/modalias ("pci:v…d…");
+	// both are 0 for a device that is not on PCI (rxe, siw).
+	PCIVendor, PCIDevice uint16
 }
 
 // Port describes one port of a Device.
@@ -296,6 +299,9 @@ func (d Discovery) device(name string) (Device, error) {
 	dev.NodeDesc, _ = readTrim(filepath.Join(dir, "node_desc"))
 	dev.FWVersion, _ = readTrim(filepath.Join(dir, "fw_ver"))
 	dev.Parent, _ = readTrim(filepath.Join(dir, "parent"))
+	if s, err := readTrim(filepath.Join(dir, "device", "modalias")); err == nil {
+		dev.PCIVendor, dev.PCIDevice, _ = parsePCIModalias(s)
+	}
 	ports, err := os.ReadDir(filepath.Join(dir, "ports"))
 	if err != nil {
 		return dev, &OpError{Op: "list ports", Device: name, Path: filepath.Join(dir, "ports"), Err: err}
@@ -456,3 +462,18 @@ func openNode(c CharDev, dev string) (int, error) {
 // openFile is unix.Open; tests replace it to simulate permission errors
 // (the host test runs as root, which ignores file modes).
 var openFile = unix.Open
+
+// parsePCIModalias reads the vendor and device ids of a PCI modalias,
+// "pci:v000015B3d00001017sv…", as libibverbs' match_modalias does.
+func parsePCIModalias(s string) (vendor, device uint16, ok bool) {
+	rest, found := strings.CutPrefix(s, "pci:v")
+	if !found || len(rest) < 8+1+8 || rest[8] != 'd' {
+		return 0, 0, false
+	}
+	v, err1 := strconv.ParseUint(rest[:8], 16, 32)
+	d, err2 := strconv.ParseUint(rest[9:17], 16, 32)
+	if err1 != nil || err2 != nil || v > 0xffff || d > 0xffff {
+		return 0, 0, false
+	}
+	return uint16(v), uint16(d), true
+}

@@ -873,3 +873,38 @@ func (p *mlx5Provider) setECE(q *QP, e ece.ECE) error {
 	s.getECE = 0
 	return nil
 }
+
+// mlx5PCIDevices is libmlx5's hca_table (rdma-core v44 mlx5.c): the PCI
+// device ids of vendor 0x15b3 that the mlx5 provider drives, from
+// Connect-IB to BlueField-4, virtual functions included.
+var mlx5PCIDevices = [...]uint16{
+	0x1011, 0x1012, // Connect-IB, VF
+	0x1013, 0x1014, // ConnectX-4, VF
+	0x1015, 0x1016, // ConnectX-4 Lx, VF
+	0x1017, 0x1018, // ConnectX-5, VF
+	0x1019, 0x101a, // ConnectX-5 Ex, VF
+	0x101b, 0x101c, // ConnectX-6, VF
+	0x101d,         // ConnectX-6 Dx
+	0x101e,         // ConnectX family mlx5Gen VF
+	0x101f,         // ConnectX-6 Lx
+	0x1021,         // ConnectX-7
+	0x1023,         // ConnectX-8
+	0xa2d2, 0xa2d3, // BlueField (ConnectX-5), VF
+	0xa2d6, // BlueField-2 (ConnectX-6 Dx)
+	0xa2dc, // BlueField-3 (ConnectX-7)
+	0xa2df, // BlueField-4 (ConnectX-8)
+}
+
+// isMLX5PCI reports a PCI id the mlx5 provider drives (vendor 0x15b3 and
+// a device of hca_table).
+func isMLX5PCI(vendor, device uint16) bool {
+	if uint32(vendor) != abi.MLX5VendorID {
+		return false
+	}
+	for _, d := range mlx5PCIDevices {
+		if d == device {
+			return true
+		}
+	}
+	return false
+}
