@@ -7,29 +7,57 @@ package abi
 // macro, in Go assembly per architecture (barrier_$GOARCH.s). sync/atomic
 // orders ordinary cached memory between goroutines only; it neither
 // flushes write-combining buffers nor orders stores to WC/uncached MMIO
-// against DMA. Each function is an assembly call, so the compiler also
-// keeps every load and store on its side of it (asm volatile "memory").
+// against DMA. Each exported function is a small Go wrapper around an
+// unexported assembly function: the wrapper reports the fence to the
+// test hook (SetBarrierHook, one atomic load and a branch when none is
+// installed) and then calls the assembly. A call to an assembly function
+// is opaque to the compiler, which therefore keeps every load and store
+// on its side of it (asm volatile "memory"), also when the wrapper is
+// inlined into its caller. The instruction names the hook receives are
+// in barrier_$GOARCH.go.
 
 // UDMAToDeviceBarrier is udma_to_device_barrier(): stores to memory the
 // device DMA-reads (WQEs) are visible before a later doorbell store.
 // amd64: compiler barrier only; arm64: DSB ST; ppc64: SYNC; riscv64:
 // FENCE OW,OW.
-//
-//go:noescape
-func UDMAToDeviceBarrier()
+func UDMAToDeviceBarrier() {
+	if instrToDevice != "" { // constant: no hook call where no instruction is emitted
+		if h := barrierHook.Load(); h != nil {
+			h.f(instrToDevice)
+		}
+	}
+	udmaToDeviceBarrier()
+}
 
 // UDMAFromDeviceBarrier is udma_from_device_barrier(): after observing a
 // device write (a CQE owner bit), later loads see what the device wrote
 // before it. amd64: LFENCE; arm64: DSB LD; ppc64: LWSYNC; riscv64: FENCE
 // IR,IR.
-//
-//go:noescape
-func UDMAFromDeviceBarrier()
+func UDMAFromDeviceBarrier() {
+	if h := barrierHook.Load(); h != nil {
+		h.f(instrFromDevice)
+	}
+	udmaFromDeviceBarrier()
+}
 
 // MMIOFlushWrites is mmio_flush_writes() (and mmio_wc_start(), the same
 // macro): orders and flushes stores to write-combining MMIO (BlueFlame,
 // UAR doorbells). amd64: SFENCE; arm64: DSB ST; ppc64: SYNC; riscv64:
 // FENCE OW,OW.
-//
+func MMIOFlushWrites() {
+	if h := barrierHook.Load(); h != nil {
+		h.f(instrFlush)
+	}
+	mmioFlushWrites()
+}
+
+// The assembly (barrier_$GOARCH.s).
+
 //go:noescape
-func MMIOFlushWrites()
+func udmaToDeviceBarrier()
+
+//go:noescape
+func udmaFromDeviceBarrier()
+
+//go:noescape
+func mmioFlushWrites()

@@ -3,16 +3,16 @@
 // util/udma_barrier.h, __aarch64__.
 
 // udma_to_device_barrier: dsb st.
-TEXT ·UDMAToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·udmaToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	DSB	$14	// DSB ST
 	RET
 
 // udma_from_device_barrier: dsb ld.
-TEXT ·UDMAFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·udmaFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	DSB	$13	// DSB LD
 	RET
 
 // mmio_flush_writes / mmio_wc_start: dsb st.
-TEXT ·MMIOFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·mmioFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
 	DSB	$14	// DSB ST
 	RET

@@ -2,7 +2,10 @@
 
 package abi
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // Fallback for the architectures without a barrier_$GOARCH.s (386, s390x,
 // loong64, mips*, wasm...): a sequentially consistent atomic
@@ -14,14 +17,49 @@ import "sync/atomic"
 // ordering. It is not s390x's PCI write barrier (s390_pciwb), and s390x
 // reaches MMIO through system calls in rdma-core anyway: the mlx5 data
 // path is only claimed on amd64, arm64, ppc64le and riscv64.
+//
+// The atomic add is a compiler intrinsic; the compiler does not move
+// loads and stores across it either. Each function first reports to the
+// test hook (SetBarrierHook) the instruction the add compiles to.
 
 var barrierWord atomic.Uint32
 
+// fallbackInstr names the instruction sync/atomic's Add compiles to on
+// this GOARCH (a constant switch: folded by the compiler).
+func fallbackInstr() string {
+	switch runtime.GOARCH {
+	case "386":
+		return "lock xadd"
+	case "s390x":
+		return "laa"
+	case "loong64":
+		return "amadd_db.w"
+	case "mips", "mipsle", "mips64", "mips64le":
+		return "sync"
+	}
+	return "atomic add"
+}
+
 // UDMAToDeviceBarrier is udma_to_device_barrier() (see barrier.go).
-func UDMAToDeviceBarrier() { barrierWord.Add(1) }
+func UDMAToDeviceBarrier() {
+	if h := barrierHook.Load(); h != nil {
+		h.f(fallbackInstr())
+	}
+	barrierWord.Add(1)
+}
 
 // UDMAFromDeviceBarrier is udma_from_device_barrier() (see barrier.go).
-func UDMAFromDeviceBarrier() { barrierWord.Add(1) }
+func UDMAFromDeviceBarrier() {
+	if h := barrierHook.Load(); h != nil {
+		h.f(fallbackInstr())
+	}
+	barrierWord.Add(1)
+}
 
 // MMIOFlushWrites is mmio_flush_writes() (see barrier.go).
-func MMIOFlushWrites() { barrierWord.Add(1) }
+func MMIOFlushWrites() {
+	if h := barrierHook.Load(); h != nil {
+		h.f(fallbackInstr())
+	}
+	barrierWord.Add(1)
+}

@@ -5,16 +5,16 @@
 // util/udma_barrier.h, __PPC64__.
 
 // udma_to_device_barrier: sync.
-TEXT ·UDMAToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·udmaToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	SYNC
 	RET
 
 // udma_from_device_barrier: lwsync.
-TEXT ·UDMAFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·udmaFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	LWSYNC
 	RET
 
 // mmio_flush_writes / mmio_wc_start: sync.
-TEXT ·MMIOFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·mmioFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
 	SYNC
 	RET

@@ -5,16 +5,16 @@
 // I=8 O=4 R=2 W=1).
 
 // udma_to_device_barrier: fence ow,ow.
-TEXT ·UDMAToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·udmaToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	WORD	$0x0550000f
 	RET
 
 // udma_from_device_barrier: fence ir,ir.
-TEXT ·UDMAFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·udmaFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	WORD	$0x0aa0000f
 	RET
 
 // mmio_flush_writes / mmio_wc_start: fence ow,ow.
-TEXT ·MMIOFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
+TEXT ·mmioFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
 	WORD	$0x0550000f
 	RET

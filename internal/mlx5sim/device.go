@@ -137,6 +137,13 @@ type region struct {
 	addr uint64
 	size int
 	last []byte // contents at the previous snapshot; nil before the first
+
+	// watch: a doorbell record or a UAR/BlueFlame page, also shown by
+	// Fence. fenceLast is its contents at the previous fence or snapshot
+	// (Fence compares against it and moves it; Snapshot moves it too but
+	// never reads it, so snapshots do not depend on fences).
+	watch     bool
+	fenceLast []byte
 }
 
 func (d *Device) next(kind string) string {
@@ -171,6 +178,16 @@ func (d *Device) addRegion(o *object, name string, addr uint64, size int) *regio
 	d.regions = append(d.regions, r)
 	if o != nil {
 		o.regs = append(o.regs, r)
+	}
+	return r
+}
+
+// addWatched is addRegion for a doorbell record or a UAR/BlueFlame page:
+// memory whose stores Fence shows relative to the barriers.
+func (d *Device) addWatched(o *object, name string, addr uint64, size int) *region {
+	r := d.addRegion(o, name, addr, size)
+	if r != nil {
+		r.watch = true
 	}
 	return r
 }
@@ -267,23 +284,10 @@ func (d *Device) Snapshot(mem Mem, label string) {
 		cur := make([]byte, r.size)
 		if err := mem.Read(r.addr, cur); err != nil {
 			d.emit(fmt.Sprintf("  %s: unreadable (%v)", r.name, err))
-			r.last = nil
+			r.last, r.fenceLast = nil, nil
 			continue
 		}
-		changed := false
-		for off := 0; off < r.size; off += 64 {
-			end := min(off+64, r.size)
-			chunk := cur[off:end]
-			if r.last == nil {
-				if allZero(chunk) {
-					continue
-				}
-			} else if string(r.last[off:end]) == string(chunk) {
-				continue
-			}
-			changed = true
-			d.emit(fmt.Sprintf("  %s+%#04x: %s", r.name, off, hexGroups(chunk)))
-		}
+		changed := d.emitChanged(r, r.last, cur)
 		if r.last == nil && !changed {
 			d.emit(fmt.Sprintf("  %s: zero (%d bytes)", r.name, r.size))
 			changed = true
@@ -294,8 +298,60 @@ func (d *Device) Snapshot(mem Mem, label string) {
 			h.Write(cur)
 		}
 		r.last = cur
+		if r.watch {
+			r.fenceLast = cur
+		}
 	}
 	d.emit(fmt.Sprintf("  unchanged %d regions hash=%016x", unchanged, h.Sum64()))
+}
+
+// emitChanged emits one line per 64-byte chunk of r that differs between
+// base and cur (with no base: per chunk that is not all zero), and
+// reports whether it emitted any.
+func (d *Device) emitChanged(r *region, base, cur []byte) bool {
+	changed := false
+	for off := 0; off < r.size; off += 64 {
+		end := min(off+64, r.size)
+		chunk := cur[off:end]
+		if base == nil {
+			if allZero(chunk) {
+				continue
+			}
+		} else if string(base[off:end]) == string(chunk) {
+			continue
+		}
+		changed = true
+		d.emit(fmt.Sprintf("  %s+%#04x: %s", r.name, off, hexGroups(chunk)))
+	}
+	return changed
+}
+
+// Fence records that the program is about to execute the fence
+// instruction instr ("sfence", "lfence", "mfence"; from the shim's
+// single-stepping of libmlx5, or abi.SetBarrierHook in-process): a
+// "fence INSTR" line, then one line per 64-byte chunk of a doorbell
+// record or UAR/BlueFlame page that changed since the previous fence or
+// snapshot (the format of Snapshot, without the hash line). Stores are
+// thus placed between the barriers: what a line shows was stored before
+// that fence and after the previous one. The fence baseline moves; the
+// snapshot baseline does not (see region.fenceLast).
+func (d *Device) Fence(mem Mem, instr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.emit("fence " + instr)
+	for _, r := range d.regions {
+		if !r.watch {
+			continue
+		}
+		cur := make([]byte, r.size)
+		if err := mem.Read(r.addr, cur); err != nil {
+			d.emit(fmt.Sprintf("  %s: unreadable (%v)", r.name, err))
+			r.fenceLast = nil
+			continue
+		}
+		d.emitChanged(r, r.fenceLast, cur)
+		r.fenceLast = cur
+	}
 }
 
 func allZero(b []byte) bool {

@@ -485,3 +485,56 @@ func TestParseProfile(t *testing.T) {
 		t.Errorf("defaults %+v", p)
 	}
 }
+
+func TestFence(t *testing.T) {
+	d := New(DefaultProfile())
+	m := newFakeMem()
+	openCtx(t, d, m, testFD, 3)
+	createCQ(t, d, m, 3, 0, 0)
+	cq := d.lookup("cq", "cq0")
+	d.Snapshot(m, "A")
+	mark := len(d.Trace())
+	after := func() []string { tr := d.Trace()[mark:]; mark = len(d.Trace()); return tr }
+
+	// A doorbell record store shows at the next fence; the CQ buffer is
+	// not watched.
+	m.Write(cq.cqDB, []byte{0, 0, 0, 1})
+	m.Write(cq.cqBuf+64, []byte{0xaa})
+	d.Fence(m, "sfence")
+	want := []string{"fence sfence", "  cq0.db+0x0000: 0000000100000000"}
+	if tr := after(); strings.Join(tr, "\n") != strings.Join(want, "\n") {
+		t.Errorf("first fence:\n%s\nwant:\n%s", strings.Join(tr, "\n"), strings.Join(want, "\n"))
+	}
+	// Reported once: the baseline moved.
+	d.Fence(m, "lfence")
+	if tr := after(); len(tr) != 1 || tr[0] != "fence lfence" {
+		t.Errorf("unchanged fence:\n%s", strings.Join(tr, "\n"))
+	}
+	m.Write(cq.cqDB+4, []byte{0, 0, 0, 2})
+	d.Fence(m, "mfence")
+	want = []string{"fence mfence", "  cq0.db+0x0000: 0000000100000002"}
+	if tr := after(); strings.Join(tr, "\n") != strings.Join(want, "\n") {
+		t.Errorf("second fence:\n%s\nwant:\n%s", strings.Join(tr, "\n"), strings.Join(want, "\n"))
+	}
+	// The snapshot's baseline is its own: it shows everything since A,
+	// fences or not.
+	d.Snapshot(m, "B")
+	tr := after()
+	if len(tr) != 4 || tr[1] != "  cq0.buf+0x0040: aa00000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000" ||
+		tr[2] != "  cq0.db+0x0000: 0000000100000002" {
+		t.Errorf("snapshot after fences:\n%s", strings.Join(tr, "\n"))
+	}
+	// A snapshot moves the fence baseline too.
+	d.Fence(m, "sfence")
+	if tr := after(); len(tr) != 1 {
+		t.Errorf("fence after snapshot:\n%s", strings.Join(tr, "\n"))
+	}
+}
+
+func TestDropFences(t *testing.T) {
+	tr := []string{"snap L1: send q", "  qp0.db+0x0000: 01", "fence sfence", "  qp0.db+0x0000: 02", "  uar0+0x0800: 03", "fence lfence", "rec poll n=0", "  x"}
+	got := strings.Join(DropFences(tr), "|")
+	if want := "snap L1: send q|  qp0.db+0x0000: 01|rec poll n=0|  x"; got != want {
+		t.Errorf("DropFences: %s, want %s", got, want)
+	}
+}

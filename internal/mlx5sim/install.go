@@ -32,13 +32,20 @@ func IsUverbsFD(fd int) bool {
 // through to the kernel. New fds it hands out (async event file,
 // completion channels) are eventfds. User memory is accessed with
 // SelfMem, so a stale address is an EFAULT in the trace, not a crash.
+//
+// It also installs abi.SetBarrierHook: every barrier the Go provider
+// executes, in any verb, becomes a Device.Fence line (the C side records
+// fences only in the verbs it single-steps, README section 4, so a
+// barrier elsewhere shows up as a difference).
 func (d *Device) Install() (restore func()) {
 	s := &seam{d: d, mem: SelfMem(), maps: map[uintptr]int{}}
 	d.mu.Lock()
 	d.newFD = func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) }
 	d.mu.Unlock()
 	undo := abi.SetTestDevice(s)
+	undoHook := abi.SetBarrierHook(func(instr string) { d.Fence(s.mem, instr) })
 	return func() {
+		undoHook()
 		undo()
 		d.mu.Lock()
 		d.newFD = nil
@@ -161,3 +168,6 @@ func (l *Local) Exec(line string) error { return errOf(l.D.Exec(l.Mem, line)) }
 
 // Record puts a line in the trace.
 func (l *Local) Record(line string) { l.D.Record(line) }
+
+// Fence records a fence instruction about to execute (see Device.Fence).
+func (l *Local) Fence(instr string) { l.D.Fence(l.Mem, instr) }

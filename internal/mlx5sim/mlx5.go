@@ -322,7 +322,7 @@ func (d *Device) Mmap(mem Mem, fd int, addr, length, offset uint64, prot int) un
 		if cmd == mmapNC {
 			m.name += "nc"
 		}
-		m.reg = d.addRegion(nil, m.name, addr, pageSize)
+		m.reg = d.addWatched(nil, m.name, addr, pageSize)
 	case mmapContig:
 		return fail(unix.ENOSYS)
 	case mmapCoreClock:
@@ -363,7 +363,7 @@ func (d *Device) Mmap(mem Mem, fd int, addr, length, offset uint64, prot int) un
 		o.mapped++
 		m.uar = o
 		m.name = o.name
-		m.reg = d.addRegion(nil, o.name, addr, pageSize)
+		m.reg = d.addWatched(nil, o.name, addr, pageSize)
 	}
 	c.maps[addr] = m
 	d.emit(fmt.Sprintf("%s %s -> ok", line, m.name))

@@ -116,7 +116,7 @@ func (c *call) createQP(a qpArgs) (*object, abi.MLX5CreateQPResp, unix.Errno) {
 	scq.refs++
 	rcq.refs++
 	d.addRegion(o, o.name+".buf", o.qpBuf, size)
-	d.addRegion(o, o.name+".db", o.qpDB, 8)
+	d.addWatched(o, o.name+".db", o.qpDB, 8)
 	return o, resp, 0
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // The shim protocol (README section 3): 64-byte sim_req, 16-byte sim_rep,
-// host byte order; kinds 5, 6 and 8 carry len bytes of text.
+// host byte order; kinds 5, 6, 8 and 9 carry len bytes of text.
 
 const (
 	kindIoctl    = 1
@@ -26,6 +26,7 @@ const (
 	kindExec     = 6
 	kindClose    = 7
 	kindRecord   = 8
+	kindFence    = 9 // text: the fence instruction about to execute
 
 	reqSize  = 64
 	repSize  = 16
@@ -126,7 +127,7 @@ func Serve(conn io.ReadWriter, d *Device) error {
 		r.Kind, r.FD, r.SpareFD, r.Len = n.Uint32(rb[0:]), int32(n.Uint32(rb[4:])), int32(n.Uint32(rb[8:])), n.Uint32(rb[12:])
 		r.A0, r.A1, r.A2, r.A3, r.Pid = n.Uint64(rb[16:]), n.Uint64(rb[24:]), n.Uint64(rb[32:]), n.Uint64(rb[40:]), n.Uint64(rb[48:])
 		var text string
-		if r.Kind == kindSnapshot || r.Kind == kindExec || r.Kind == kindRecord {
+		if r.Kind == kindSnapshot || r.Kind == kindExec || r.Kind == kindRecord || r.Kind == kindFence {
 			if r.Len > maxText {
 				return fmt.Errorf("mlx5sim: request text of %d bytes", r.Len)
 			}
@@ -173,6 +174,11 @@ func (d *Device) serveOne(r simReq, text string) (int64, bool, unix.Errno) {
 		return 0, false, 0
 	case kindRecord:
 		d.Record(text)
+		return 0, false, 0
+	case kindFence:
+		// The shim's SIGTRAP handler, single-stepping a traced verb,
+		// stopped before a fence: the child waits for this reply.
+		d.Fence(mem, text)
 		return 0, false, 0
 	}
 	d.mu.Lock()

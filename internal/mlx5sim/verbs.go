@@ -444,7 +444,7 @@ func (c *call) createCQ(a cqArgs) (*object, unix.Errno) {
 	c.d.nextCQN++
 	c.add(o)
 	c.d.addRegion(o, o.name+".buf", o.cqBuf, ncqe*o.cqeSize)
-	c.d.addRegion(o, o.name+".db", o.cqDB, 8)
+	c.d.addWatched(o, o.name+".db", o.cqDB, 8)
 	return o, 0
 }
 

@@ -20,9 +20,12 @@ enum sim_kind {
 	SIM_EXEC = 6,     /* text: a scenario line for the device (e.g. "cqe ...") */
 	SIM_CLOSE = 7,    /* fd is being closed */
 	SIM_RECORD = 8,   /* text: a line to put in the trace */
+	SIM_FENCE = 9,    /* text: the fence instruction about to execute
+			     ("sfence", "lfence", "mfence"); sent from the
+			     shim's SIGTRAP handler while tracing */
 };
 
-/* One request, followed by len bytes of text for kinds 5, 6 and 8. */
+/* One request, followed by len bytes of text for kinds 5, 6, 8 and 9. */
 struct sim_req {
 	uint32_t kind;
 	int32_t fd;
@@ -55,5 +58,18 @@ void sim_snapshot(const char *label);
 int sim_exec(const char *line);
 /* Put a line in the trace. */
 void sim_record(const char *line);
+
+/*
+ * Fence tracing (x86-64; no-ops that record nothing elsewhere): between
+ * sim_trace_begin() and sim_trace_end() the calling thread is
+ * single-stepped (EFLAGS.TF), and before every sfence, lfence or mfence
+ * it executes the shim sends a SIM_FENCE request and waits for the
+ * device's reply, so that the device sees the doorbell records and UAR
+ * pages as they are just before the fence. No other request may be made
+ * while tracing (the shim aborts): only wrap code that makes no system
+ * call on the device.
+ */
+void sim_trace_begin(void);
+void sim_trace_end(void);
 
 #endif /* MLX5SIM_H */

@@ -3,7 +3,10 @@
  * 4), the twin of the Go interpreter. It drives libibverbs (and through it
  * NVIDIA's libmlx5) against the simulated device; the shim (shim.c,
  * LD_PRELOAD) forwards the system calls and provides sim_snapshot, sim_exec
- * and sim_record.
+ * and sim_record, and sim_trace_begin/sim_trace_end, which every data-path
+ * verb (ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq, and
+ * only those) runs between, so that the device sees where libmlx5's
+ * fences sit (x86-64; README section 4).
  *
  *   usage: scenario [-v] FILE.scn
  *
@@ -72,6 +75,8 @@
 static void (*snapshot_fn)(const char *);
 static int (*exec_fn)(const char *);
 static void (*record_fn)(const char *);
+static void (*trace_begin_fn)(void);
+static void (*trace_end_fn)(void);
 static bool verbose;
 
 static void find_shim(void)
@@ -79,9 +84,11 @@ static void find_shim(void)
 	snapshot_fn = (void (*)(const char *))dlsym(RTLD_DEFAULT, "sim_snapshot");
 	exec_fn = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sim_exec");
 	record_fn = (void (*)(const char *))dlsym(RTLD_DEFAULT, "sim_record");
-	if (!snapshot_fn || !exec_fn || !record_fn) {
-		fprintf(stderr, "scenario: sim_snapshot/sim_exec/sim_record not found: "
-				"run with LD_PRELOAD=libmlx5sim_shim.so\n");
+	trace_begin_fn = (void (*)(void))dlsym(RTLD_DEFAULT, "sim_trace_begin");
+	trace_end_fn = (void (*)(void))dlsym(RTLD_DEFAULT, "sim_trace_end");
+	if (!snapshot_fn || !exec_fn || !record_fn || !trace_begin_fn || !trace_end_fn) {
+		fprintf(stderr, "scenario: sim_snapshot/sim_exec/sim_record/sim_trace_begin/"
+				"sim_trace_end not found: run with LD_PRELOAD=libmlx5sim_shim.so\n");
 		exit(2);
 	}
 }
@@ -761,7 +768,9 @@ static void cmd_send(struct args *a)
 		}
 	}
 	errno = 0;
+	trace_begin_fn();
 	ret = ibv_post_send(qp, wrs, &bad);
+	trace_end_fn();
 	if (ret)
 		record_err(verb_errno(ret));
 	free(sges);
@@ -798,7 +807,9 @@ static void cmd_recv(struct args *a)
 		wrs[i].num_sge = nsge;
 	}
 	errno = 0;
+	trace_begin_fn();
 	ret = ibv_post_recv(qp, wrs, &bad);
+	trace_end_fn();
 	if (ret)
 		record_err(verb_errno(ret));
 	free(sges);
@@ -824,7 +835,9 @@ static void cmd_poll(struct args *a)
 	if (!wc)
 		die("out of memory");
 	errno = 0;
+	trace_begin_fn();
 	got = ibv_poll_cq(cq, (int)n, wc);
+	trace_end_fn();
 	if (got < 0) {
 		record_err(verb_errno(got));
 		free(wc);
@@ -855,7 +868,9 @@ static void cmd_arm(struct args *a)
 	need_ctx();
 	cq = need_obj(a->pos[0], OBJ_CQ)->u.cq;
 	errno = 0;
+	trace_begin_fn();
 	ret = ibv_req_notify_cq(cq, solicited);
+	trace_end_fn();
 	if (ret)
 		record_err(verb_errno(ret));
 }

@@ -1,0 +1,9 @@
+package abi
+
+// The fence instructions barrier_riscv64.s emits (util/udma_barrier.h,
+// __riscv), as SetBarrierHook reports them.
+const (
+	instrToDevice   = "fence ow,ow"
+	instrFromDevice = "fence ir,ir"
+	instrFlush      = "fence ow,ow"
+)
