@@ -174,10 +174,6 @@ type mlx5Provider struct {
 	avs  []*mlx5AV // indexed by AH.num
 }
 
-// mlx5QPState is kept for the ECE-only paths and tests: the ECE state of
-// a QP lives in its mlx5QP.
-type mlx5QPState = mlx5QP
-
 func (*mlx5Provider) name() string { return "mlx5" }
 
 // The mlx5 driver ABI (MLX5_IB_UVERBS_ABI_VERSION) is 1.

@@ -8,6 +8,7 @@ package uverbs
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
 	"unsafe"
 
@@ -182,31 +183,9 @@ func TestMLX5PostSendGolden(t *testing.T) {
 		t.Error("doorbell is not the last ctrl's first 8 bytes")
 	}
 	// Queue full: max_post 4, four posted.
-	if err := f.q.PostSend([]SendWR{{ID: 11, Opcode: OpSend}}); err == nil || !errorsIs(err, ErrQueueFull) {
+	if err := f.q.PostSend([]SendWR{{ID: 11, Opcode: OpSend}}); err == nil || !errors.Is(err, ErrQueueFull) {
 		t.Errorf("overflow: %v", err)
 	}
-}
-
-func errorsIs(err, target error) bool {
-	type is interface{ Is(error) bool }
-	for e := err; e != nil; {
-		if e == target {
-			return true
-		}
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			if m, ok := e.(interface{ Unwrap() []error }); ok {
-				for _, x := range m.Unwrap() {
-					if errorsIs(x, target) {
-						return true
-					}
-				}
-			}
-			return false
-		}
-		e = u.Unwrap()
-	}
-	return false
 }
 
 func TestMLX5UDGolden(t *testing.T) {

@@ -519,6 +519,9 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 			fm |= mlx5WQECtrlSolicited
 		}
 		buf[ctrl+11] = fm
+		if mlx5Mutant == mutantSegmentByte {
+			buf[ctrl+11] ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
+		}
 		seg += mlx5CtrlSize
 		size = mlx5CtrlSize / 16
 		sq.wrData[idx] = 0
@@ -640,7 +643,7 @@ func (m *mlx5QP) ringSend(nreq uint32, inl bool, size, ctrl int) {
 		if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
 			abi.MMIOFlushWrites()
 		}
-	} else {
+	} else if mlx5Mutant != mutantBarrier {
 		// mmio_wc_start: the record is written before the WC copy.
 		abi.MMIOFlushWrites()
 	}
@@ -650,6 +653,9 @@ func (m *mlx5QP) ringSend(nreq uint32, inl bool, size, ctrl int) {
 		m.bfCopy(reg, ctrl, (size*16+63)/64*64)
 	} else {
 		*(*uint64)(reg) = *(*uint64)(unsafe.Pointer(&m.sqBuf[ctrl]))
+	}
+	if mlx5Mutant == mutantBarrier {
+		abi.MMIOFlushWrites() // mutation: mmio_wc_start after the WC copy
 	}
 	// Flush the WC buffers before toggling the BlueFlame half.
 	abi.MMIOFlushWrites()

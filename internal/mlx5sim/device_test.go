@@ -412,7 +412,7 @@ func TestCQEOwnership(t *testing.T) {
 		t.Fatal(e)
 	}
 	cqe := m.bytes(buf+2*64, 64)
-	if cqe[0] != 1 || cqe[1] != 2 || cqe[63] != 2<<4|inlineScatter32|0 {
+	if cqe[0] != 1 || cqe[1] != 2 || cqe[63] != 2<<4|inlineScatter32 { // RESP_SEND, owner 0
 		t.Errorf("scatter cqe % x", cqe)
 	}
 	for _, bad := range []string{"cqe nope op=req qp=q1", "cqe c1 op=bogus qp=q1", "cqe c1 op=req qp=q9", "cqe c1 op=req qp=q1 counter=x", "foo"} {

@@ -53,8 +53,14 @@ func TestGoScenarios(t *testing.T) {
 // runChild runs one scenario in a fresh test process (MR buffers sit at
 // fixed addresses, so every run needs its own address space).
 func runChild(t *testing.T, file, prof string) ([]string, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGoScenarioChild$")
-	cmd.Env = append(os.Environ(), "MLX5SIM_CHILD_SCN="+file, "MLX5SIM_CHILD_PROFILE="+prof)
+	return runChildBin(os.Args[0], nil, file, prof)
+}
+
+// runChildBin is runChild with another test binary of this package (the
+// mutants of TestMutantsCaught) and extra environment.
+func runChildBin(bin string, env []string, file, prof string) ([]string, error) {
+	cmd := exec.Command(bin, "-test.run=^TestGoScenarioChild$")
+	cmd.Env = append(append(os.Environ(), "MLX5SIM_CHILD_SCN="+file, "MLX5SIM_CHILD_PROFILE="+prof), env...)
 	out, err := cmd.CombinedOutput()
 	var tr []string
 	var runErr error

@@ -1,0 +1,5 @@
+//go:build !mlx5mutant
+
+package uverbs
+
+const mlx5Mutant = mutantNone
