@@ -260,125 +260,186 @@ func (s *Script) onEvent(n *Node, ev *engine.Event) {
 	}
 }
 
+// scriptCommand runs one command; cmd is its name, for the commands that
+// share a handler.
+type scriptCommand func(s *Script, cmd string, pos []string, args map[string]string) error
+
+// commands maps each script command to its handler.
+var commands = map[string]scriptCommand{
+	"nodes":      (*Script).cmdNodes,
+	"policy":     (*Script).cmdPolicy,
+	"listen":     (*Script).cmdListen,
+	"connect":    (*Script).cmdConnect,
+	"sidr":       (*Script).cmdConnect,
+	"accept":     idCommand((*Script).opAccept),
+	"reject":     idCommand((*Script).opReject),
+	"establish":  idCommand((*Script).opEstablish),
+	"mra":        idCommand((*Script).opMRA),
+	"disconnect": idCommand((*Script).opDisconnect),
+	"destroy":    idCommand((*Script).opDestroy),
+	"notify":     idCommand((*Script).opNotify),
+	"sidr-reply": idCommand((*Script).opSIDRReply),
+	"deliver":    (*Script).cmdDeliver,
+	"stabilize":  (*Script).cmdStabilize,
+	"advance":    (*Script).cmdAdvance,
+	"run":        (*Script).cmdRun,
+	"replay":     (*Script).cmdReplay,
+	"crash":      (*Script).cmdCrashRestart,
+	"restart":    (*Script).cmdCrashRestart,
+	"partition":  (*Script).cmdPartition,
+	"heal":       (*Script).cmdPartition,
+	"state":      (*Script).cmdState,
+}
+
 func (s *Script) exec(cmd string, pos []string, args map[string]string) error {
-	now := func() time.Time { return s.F.Now }
-	switch cmd {
-	case "nodes":
-		if len(pos) != 1 {
-			return fmt.Errorf("nodes <n>")
-		}
-		n, err := strconv.Atoi(pos[0])
-		if err != nil || n < 1 || n > 250 {
-			return fmt.Errorf("nodes %q", pos[0])
-		}
-		seed, err := num(args, "seed", 1)
-		if err != nil {
-			return err
-		}
-		s.F = New(n, seed)
-		s.F.Trace = s.trace
-		s.F.NameID = func(node int, id engine.ID) { s.alias(node, id) }
-		for _, nd := range s.F.Nodes {
-			s.F.boot(nd) // again, now recording state changes
-			nd.OnEvent = s.onEvent
-		}
-		s.aliases, s.owner = map[uint32]string{}, map[string]int{}
-		s.count, s.last, s.lastReq = make([]int, n), make([]engine.ID, n), make([]engine.ID, n)
-		s.lastMAD = map[mad.AttributeID]packet{}
-		return nil
-	case "policy":
-		if len(pos) < 1 {
-			return fmt.Errorf("usage: policy <node> flags")
-		}
-		i, err := s.node(pos[0])
-		if err != nil {
-			return err
-		}
-		var p Policy
-		for _, fl := range pos[1:] {
-			switch fl {
-			case "auto-accept":
-				p.AutoAccept = true
-			case "auto-establish":
-				p.AutoEstablish = true
-			case "auto-drep":
-				p.AutoDREP = true
-			case "auto-destroy":
-				p.AutoDestroy = true
-			case "manage-qp":
-				p.ManageQP = true
-			case "none":
-			default:
-				return fmt.Errorf("unknown policy %q", fl)
-			}
-		}
-		s.F.Nodes[i].Policy = p
-		return nil
-	case "listen":
-		i, err := s.node(pos[0])
-		if err != nil {
-			return err
-		}
-		ps, err := portSpace(args["ps"])
-		if err != nil {
-			return err
-		}
-		port, err := num(args, "port", 0)
-		if err != nil {
-			return err
-		}
-		backlog, err := num(args, "backlog", 0)
-		if err != nil {
-			return err
-		}
-		p := engine.ListenParams{PortSpace: ps, Port: uint16(port), Backlog: int(backlog)}
-		if args["qp"] == "ud" {
-			p.QPType = qp.UD
-		}
-		if a, ok := args["addr"]; ok {
-			p.Addr, err = netip.ParseAddr(a)
-			if err != nil {
-				return err
-			}
-		}
-		id, err := s.F.Nodes[i].Engine.Listen(now(), p)
-		return s.report(i, id, err)
-	case "connect", "sidr":
-		if len(pos) != 1 {
-			return fmt.Errorf("%s i->j port=<p>", cmd)
-		}
-		i, j, err := s.pair(pos[0])
-		if err != nil {
-			return err
-		}
-		port, err := num(args, "port", 0)
-		if err != nil {
-			return err
-		}
-		n := s.F.Nodes[i]
-		p := n.ConnectParams(s.F.Nodes[j], uint16(port))
-		if args["manage-qp"] == "true" {
+	h, ok := commands[cmd]
+	if !ok {
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	return h(s, cmd, pos, args)
+}
+
+func (s *Script) now() time.Time { return s.F.Now }
+
+// nodes <n> [seed=<s>]
+func (s *Script) cmdNodes(_ string, pos []string, args map[string]string) error {
+	if len(pos) != 1 {
+		return fmt.Errorf("nodes <n>")
+	}
+	n, err := strconv.Atoi(pos[0])
+	if err != nil || n < 1 || n > 250 {
+		return fmt.Errorf("nodes %q", pos[0])
+	}
+	seed, err := num(args, "seed", 1)
+	if err != nil {
+		return err
+	}
+	s.F = New(n, seed)
+	s.F.Trace = s.trace
+	s.F.NameID = func(node int, id engine.ID) { s.alias(node, id) }
+	for _, nd := range s.F.Nodes {
+		s.F.boot(nd) // again, now recording state changes
+		nd.OnEvent = s.onEvent
+	}
+	s.aliases, s.owner = map[uint32]string{}, map[string]int{}
+	s.count, s.last, s.lastReq = make([]int, n), make([]engine.ID, n), make([]engine.ID, n)
+	s.lastMAD = map[mad.AttributeID]packet{}
+	return nil
+}
+
+// policy <node> flags...
+func (s *Script) cmdPolicy(_ string, pos []string, _ map[string]string) error {
+	if len(pos) < 1 {
+		return fmt.Errorf("usage: policy <node> flags")
+	}
+	i, err := s.node(pos[0])
+	if err != nil {
+		return err
+	}
+	var p Policy
+	for _, fl := range pos[1:] {
+		switch fl {
+		case "auto-accept":
+			p.AutoAccept = true
+		case "auto-establish":
+			p.AutoEstablish = true
+		case "auto-drep":
+			p.AutoDREP = true
+		case "auto-destroy":
+			p.AutoDestroy = true
+		case "manage-qp":
 			p.ManageQP = true
-			n.QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
+		case "none":
+		default:
+			return fmt.Errorf("unknown policy %q", fl)
 		}
-		if v, ok := args["ece"]; ok {
-			if p.ECE, err = parseECE(v); err != nil {
-				return err
-			}
+	}
+	s.F.Nodes[i].Policy = p
+	return nil
+}
+
+// listen <node> [ps=] [port=] [backlog=] [qp=ud] [addr=]
+func (s *Script) cmdListen(_ string, pos []string, args map[string]string) error {
+	if len(pos) < 1 {
+		return fmt.Errorf("listen <node> [port=<p>] [ps=...]")
+	}
+	i, err := s.node(pos[0])
+	if err != nil {
+		return err
+	}
+	ps, err := portSpace(args["ps"])
+	if err != nil {
+		return err
+	}
+	port, err := num(args, "port", 0)
+	if err != nil {
+		return err
+	}
+	backlog, err := num(args, "backlog", 0)
+	if err != nil {
+		return err
+	}
+	p := engine.ListenParams{PortSpace: ps, Port: uint16(port), Backlog: int(backlog)}
+	if args["qp"] == "ud" {
+		p.QPType = qp.UD
+	}
+	if a, ok := args["addr"]; ok {
+		p.Addr, err = netip.ParseAddr(a)
+		if err != nil {
+			return err
 		}
-		p.PrivateData = []byte(args["pd"])
-		var id engine.ID
-		if cmd == "sidr" {
-			id, err = n.Engine.ResolveSIDR(now(), engine.SIDRParams{PortSpace: mad.PortSpaceUDP,
-				Src: p.Src, Dst: p.Dst, Path: p.Path, PrivateData: p.PrivateData})
-		} else {
-			if p.PortSpace, err = portSpace(args["ps"]); err != nil {
-				return err
-			}
-			id, err = n.Engine.Connect(now(), p)
+	}
+	id, err := s.F.Nodes[i].Engine.Listen(s.now(), p)
+	return s.report(i, id, err)
+}
+
+// connect|sidr i->j port=<p> [manage-qp=true] [ece=] [pd=] [ps=]
+func (s *Script) cmdConnect(cmd string, pos []string, args map[string]string) error {
+	if len(pos) != 1 {
+		return fmt.Errorf("%s i->j port=<p>", cmd)
+	}
+	i, j, err := s.pair(pos[0])
+	if err != nil {
+		return err
+	}
+	port, err := num(args, "port", 0)
+	if err != nil {
+		return err
+	}
+	n := s.F.Nodes[i]
+	p := n.ConnectParams(s.F.Nodes[j], uint16(port))
+	if args["manage-qp"] == "true" {
+		p.ManageQP = true
+		n.QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
+	}
+	if v, ok := args["ece"]; ok {
+		if p.ECE, err = parseECE(v); err != nil {
+			return err
 		}
-		return s.report(i, id, err)
-	case "accept", "reject", "establish", "mra", "disconnect", "destroy", "notify", "sidr-reply":
+	}
+	p.PrivateData = []byte(args["pd"])
+	var id engine.ID
+	if cmd == "sidr" {
+		id, err = n.Engine.ResolveSIDR(s.now(), engine.SIDRParams{PortSpace: mad.PortSpaceUDP,
+			Src: p.Src, Dst: p.Dst, Path: p.Path, PrivateData: p.PrivateData})
+	} else {
+		if p.PortSpace, err = portSpace(args["ps"]); err != nil {
+			return err
+		}
+		id, err = n.Engine.Connect(s.now(), p)
+	}
+	return s.report(i, id, err)
+}
+
+// idOp is one engine call on an ID. It returns an error only for a bad
+// argument; the engine's own error is traced with traceErr.
+type idOp func(s *Script, node int, id engine.ID, args map[string]string) error
+
+// idCommand wraps op as "<cmd> <node> [id=<alias>]": the ID defaults to
+// the last one an event named on the node (the last request, for accept
+// and sidr-reply), and the fabric is flushed after the call.
+func idCommand(op idOp) scriptCommand {
+	return func(s *Script, cmd string, pos []string, args map[string]string) error {
 		if len(pos) != 1 {
 			return fmt.Errorf("%s <node> [id=...]", cmd)
 		}
@@ -394,158 +455,213 @@ func (s *Script) exec(cmd string, pos []string, args map[string]string) error {
 		if err != nil {
 			return err
 		}
-		e := s.F.Nodes[i].Engine
-		pd := []byte(args["pd"])
-		switch cmd {
-		case "accept":
-			p := engine.AcceptParams{QPN: s.F.Nodes[i].NewQP(qp.RC), ResponderResources: 1, InitiatorDepth: 1,
-				RNRRetryCount: 7, PrivateData: pd, ManageQP: args["manage-qp"] == "true"}
-			if p.ManageQP {
-				s.F.Nodes[i].QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
-			}
-			if v, ok := args["ece"]; ok {
-				if p.ECE, err = parseECE(v); err != nil {
-					return err
-				}
-			}
-			err = e.Accept(now(), id, p)
-		case "reject":
-			r, perr := num(args, "reason", 28)
-			if perr != nil {
-				return perr
-			}
-			err = e.Reject(now(), id, mad.RejectReason(r), nil, pd)
-		case "establish":
-			err = e.Establish(now(), id, pd)
-		case "mra":
-			t, perr := num(args, "timeout", 24)
-			if perr != nil {
-				return perr
-			}
-			err = e.MRA(now(), id, uint8(t), pd)
-		case "disconnect":
-			err = e.Disconnect(now(), id, pd)
-		case "destroy":
-			err = e.Destroy(now(), id)
-		case "notify":
-			err = e.Notify(now(), id)
-		case "sidr-reply":
-			qpn, _ := num(args, "qpn", 0x33)
-			qkey, _ := num(args, "qkey", 0x01234567)
-			st, _ := num(args, "status", 0)
-			err = e.ReplySIDR(now(), id, engine.SIDRReplyParams{Status: mad.SIDRStatus(st), QPN: uint32(qpn), QKey: uint32(qkey)})
-		}
-		if err != nil {
-			s.trace("error: " + err.Error())
+		if err := op(s, i, id, args); err != nil {
+			return err
 		}
 		s.F.Flush()
 		return nil
-	case "deliver":
-		drop, err := attrSet(args["drop"])
-		if err != nil {
-			return err
-		}
-		dup, err := attrSet(args["dup"])
-		if err != nil {
-			return err
-		}
-		s.deliverOnce(drop, dup)
-		return nil
-	case "stabilize":
-		s.withRecord(s.F.Stabilize)
-		return nil
-	case "advance":
-		if len(pos) != 1 {
-			return fmt.Errorf("advance <duration>")
-		}
-		d, err := time.ParseDuration(pos[0])
-		if err != nil {
-			return err
-		}
-		s.timed = true
-		s.withRecord(func() { s.F.Advance(d) })
-		return nil
-	case "run":
-		s.timed = true
-		s.withRecord(func() {
-			if !s.F.Run(100000) {
-				s.trace("still busy after 100000 steps")
-			}
-		})
-		return nil
-	case "replay":
-		if len(pos) != 1 {
-			return fmt.Errorf("replay <MSG>")
-		}
-		a, ok := attrNames[pos[0]]
-		p, seen := s.lastMAD[a]
-		if !ok || !seen {
-			return fmt.Errorf("no %s delivered yet", pos[0])
-		}
-		s.F.fifo = append(s.F.fifo, p)
-		s.withRecord(s.F.Stabilize)
-		return nil
-	case "crash", "restart":
-		i, err := s.node(pos[0])
-		if err != nil {
-			return err
-		}
-		switch {
-		case cmd == "crash":
-			s.F.Crash(i)
-		case len(pos) > 1 && pos[1] == "same-ids":
-			s.F.RestartSameIDs(i)
-			s.F.Nodes[i].OnEvent = s.onEvent
-		default:
-			s.F.Restart(i)
-			s.F.Nodes[i].OnEvent = s.onEvent
-		}
-		return nil
-	case "partition", "heal":
-		if len(pos) != 2 {
-			return fmt.Errorf("%s <i> <j>", cmd)
-		}
-		i, err := s.node(pos[0])
-		if err != nil {
-			return err
-		}
-		j, err := s.node(pos[1])
-		if err != nil {
-			return err
-		}
-		s.F.Link(i, j).Down = cmd == "partition"
-		s.F.Link(j, i).Down = cmd == "partition"
-		return nil
-	case "state":
-		var names []string
-		for a := range s.owner {
-			names = append(names, a)
-		}
-		slices.SortFunc(names, func(x, y string) int {
-			xn, xi, _ := strings.Cut(x, ":")
-			yn, yi, _ := strings.Cut(y, ":")
-			a, _ := strconv.Atoi(xn + fmt.Sprintf("%06s", xi))
-			b, _ := strconv.Atoi(yn + fmt.Sprintf("%06s", yi))
-			return a - b
-		})
-		for _, a := range names {
-			n := s.F.Nodes[s.owner[a]]
-			if n.Crashed {
-				continue
-			}
-			id, _ := s.id(0, map[string]string{"id": a}, 0)
-			if st, ok := n.Engine.State(id); ok {
-				s.trace(fmt.Sprintf("%s %v", a, st))
-			}
-		}
-		for _, n := range s.F.Nodes {
-			if !n.Crashed {
-				s.trace(fmt.Sprintf("node %s: %d IDs, %d timers", n.Name, n.Engine.Len(), n.Engine.Timers()))
-			}
-		}
-		return nil
 	}
-	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// traceErr records an engine call's error in the output.
+func (s *Script) traceErr(err error) {
+	if err != nil {
+		s.trace("error: " + err.Error())
+	}
+}
+
+func (s *Script) opAccept(i int, id engine.ID, args map[string]string) error {
+	p := engine.AcceptParams{QPN: s.F.Nodes[i].NewQP(qp.RC), ResponderResources: 1, InitiatorDepth: 1,
+		RNRRetryCount: 7, PrivateData: []byte(args["pd"]), ManageQP: args["manage-qp"] == "true"}
+	if p.ManageQP {
+		s.F.Nodes[i].QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
+	}
+	if v, ok := args["ece"]; ok {
+		var err error
+		if p.ECE, err = parseECE(v); err != nil {
+			return err
+		}
+	}
+	s.traceErr(s.F.Nodes[i].Engine.Accept(s.now(), id, p))
+	return nil
+}
+
+func (s *Script) opReject(i int, id engine.ID, args map[string]string) error {
+	r, err := num(args, "reason", 28)
+	if err != nil {
+		return err
+	}
+	s.traceErr(s.F.Nodes[i].Engine.Reject(s.now(), id, mad.RejectReason(r), nil, []byte(args["pd"])))
+	return nil
+}
+
+func (s *Script) opEstablish(i int, id engine.ID, args map[string]string) error {
+	s.traceErr(s.F.Nodes[i].Engine.Establish(s.now(), id, []byte(args["pd"])))
+	return nil
+}
+
+func (s *Script) opMRA(i int, id engine.ID, args map[string]string) error {
+	t, err := num(args, "timeout", 24)
+	if err != nil {
+		return err
+	}
+	s.traceErr(s.F.Nodes[i].Engine.MRA(s.now(), id, uint8(t), []byte(args["pd"])))
+	return nil
+}
+
+func (s *Script) opDisconnect(i int, id engine.ID, args map[string]string) error {
+	s.traceErr(s.F.Nodes[i].Engine.Disconnect(s.now(), id, []byte(args["pd"])))
+	return nil
+}
+
+func (s *Script) opDestroy(i int, id engine.ID, _ map[string]string) error {
+	s.traceErr(s.F.Nodes[i].Engine.Destroy(s.now(), id))
+	return nil
+}
+
+func (s *Script) opNotify(i int, id engine.ID, _ map[string]string) error {
+	s.traceErr(s.F.Nodes[i].Engine.Notify(s.now(), id))
+	return nil
+}
+
+func (s *Script) opSIDRReply(i int, id engine.ID, args map[string]string) error {
+	qpn, _ := num(args, "qpn", 0x33)
+	qkey, _ := num(args, "qkey", 0x01234567)
+	st, _ := num(args, "status", 0)
+	s.traceErr(s.F.Nodes[i].Engine.ReplySIDR(s.now(), id,
+		engine.SIDRReplyParams{Status: mad.SIDRStatus(st), QPN: uint32(qpn), QKey: uint32(qkey)}))
+	return nil
+}
+
+// deliver [drop=MSG,...] [dup=MSG,...]
+func (s *Script) cmdDeliver(_ string, _ []string, args map[string]string) error {
+	drop, err := attrSet(args["drop"])
+	if err != nil {
+		return err
+	}
+	dup, err := attrSet(args["dup"])
+	if err != nil {
+		return err
+	}
+	s.deliverOnce(drop, dup)
+	return nil
+}
+
+// stabilize
+func (s *Script) cmdStabilize(string, []string, map[string]string) error {
+	s.withRecord(s.F.Stabilize)
+	return nil
+}
+
+// advance <duration>
+func (s *Script) cmdAdvance(_ string, pos []string, _ map[string]string) error {
+	if len(pos) != 1 {
+		return fmt.Errorf("advance <duration>")
+	}
+	d, err := time.ParseDuration(pos[0])
+	if err != nil {
+		return err
+	}
+	s.timed = true
+	s.withRecord(func() { s.F.Advance(d) })
+	return nil
+}
+
+// run
+func (s *Script) cmdRun(string, []string, map[string]string) error {
+	s.timed = true
+	s.withRecord(func() {
+		if !s.F.Run(100000) {
+			s.trace("still busy after 100000 steps")
+		}
+	})
+	return nil
+}
+
+// replay <MSG>
+func (s *Script) cmdReplay(_ string, pos []string, _ map[string]string) error {
+	if len(pos) != 1 {
+		return fmt.Errorf("replay <MSG>")
+	}
+	a, ok := attrNames[pos[0]]
+	p, seen := s.lastMAD[a]
+	if !ok || !seen {
+		return fmt.Errorf("no %s delivered yet", pos[0])
+	}
+	s.F.fifo = append(s.F.fifo, p)
+	s.withRecord(s.F.Stabilize)
+	return nil
+}
+
+// crash <node> | restart <node> [same-ids]
+func (s *Script) cmdCrashRestart(cmd string, pos []string, _ map[string]string) error {
+	if len(pos) < 1 {
+		return fmt.Errorf("%s <node>", cmd)
+	}
+	i, err := s.node(pos[0])
+	if err != nil {
+		return err
+	}
+	switch {
+	case cmd == "crash":
+		s.F.Crash(i)
+	case len(pos) > 1 && pos[1] == "same-ids":
+		s.F.RestartSameIDs(i)
+		s.F.Nodes[i].OnEvent = s.onEvent
+	default:
+		s.F.Restart(i)
+		s.F.Nodes[i].OnEvent = s.onEvent
+	}
+	return nil
+}
+
+// partition|heal <i> <j>
+func (s *Script) cmdPartition(cmd string, pos []string, _ map[string]string) error {
+	if len(pos) != 2 {
+		return fmt.Errorf("%s <i> <j>", cmd)
+	}
+	i, err := s.node(pos[0])
+	if err != nil {
+		return err
+	}
+	j, err := s.node(pos[1])
+	if err != nil {
+		return err
+	}
+	s.F.Link(i, j).Down = cmd == "partition"
+	s.F.Link(j, i).Down = cmd == "partition"
+	return nil
+}
+
+// state: every live ID's state, in alias order, then each node's counts.
+func (s *Script) cmdState(string, []string, map[string]string) error {
+	var names []string
+	for a := range s.owner {
+		names = append(names, a)
+	}
+	slices.SortFunc(names, func(x, y string) int {
+		xn, xi, _ := strings.Cut(x, ":")
+		yn, yi, _ := strings.Cut(y, ":")
+		a, _ := strconv.Atoi(xn + fmt.Sprintf("%06s", xi))
+		b, _ := strconv.Atoi(yn + fmt.Sprintf("%06s", yi))
+		return a - b
+	})
+	for _, a := range names {
+		n := s.F.Nodes[s.owner[a]]
+		if n.Crashed {
+			continue
+		}
+		id, _ := s.id(0, map[string]string{"id": a}, 0)
+		if st, ok := n.Engine.State(id); ok {
+			s.trace(fmt.Sprintf("%s %v", a, st))
+		}
+	}
+	for _, n := range s.F.Nodes {
+		if !n.Crashed {
+			s.trace(fmt.Sprintf("node %s: %d IDs, %d timers", n.Name, n.Engine.Len(), n.Engine.Timers()))
+		}
+	}
+	return nil
 }
 
 func (s *Script) report(node int, id engine.ID, err error) error {
