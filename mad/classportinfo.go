@@ -1,13 +1,51 @@
 package mad
 
 // ClassPortInfoSize is the size of the ClassPortInfo attribute (IBTA
-// 13.4.8.1; kernel struct ib_class_port_info). The rest of the 232-byte
+// §13.4.8.1; kernel struct ib_class_port_info). The rest of the 232-byte
 // data area is reserved.
 const ClassPortInfoSize = 72
 
-// ClassPortInfo is the generic class attribute 0x0001 (IBTA 13.4.8.1).
+// ClassPortInfo field offsets from the start of the MAD (IBTA vol. 1
+// §13.4.8.1). Shift counts from the least significant
+// bit; Bits is the width.
+const (
+	cpiBaseVersion          = cmData + 0 // 8 bits
+	cpiClassVersion         = cmData + 1 // 8 bits
+	cpiCapabilityMask       = cmData + 2 // 16 bits
+	cpiCapabilityMask2      = cmData + 4 // top 27 bits of the 32-bit word
+	cpiCapabilityMask2Shift = 5
+	cpiCapabilityMask2Bits  = 27
+	cpiRespTimeValue        = cmData + 7
+	cpiRespTimeValueShift   = 0
+	cpiRespTimeValueBits    = timeoutBits
+	cpiRedirectGID          = cmData + 8  // 128 bits
+	cpiRedirectTC           = cmData + 24 // 8 bits
+	cpiRedirectSL           = cmData + 25
+	cpiRedirectSLShift      = 4
+	cpiRedirectSLBits       = 4
+	cpiRedirectFL           = cmData + 25 // low 20 bits of the 24-bit word
+	cpiRedirectLID          = cmData + 28 // 16 bits
+	cpiRedirectPKey         = cmData + 30 // 16 bits
+	cpiRedirectQP           = cmData + 33 // 24 bits
+	cpiRedirectQKey         = cmData + 36 // 32 bits
+	cpiTrapGID              = cmData + 40 // 128 bits
+	cpiTrapTC               = cmData + 56 // 8 bits
+	cpiTrapSL               = cmData + 57
+	cpiTrapSLShift          = 4
+	cpiTrapSLBits           = 4
+	cpiTrapFL               = cmData + 57 // low 20 bits of the 24-bit word
+	cpiTrapLID              = cmData + 60 // 16 bits
+	cpiTrapPKey             = cmData + 62 // 16 bits
+	cpiTrapHL               = cmData + 64 // 8 bits
+	cpiTrapQP               = cmData + 65 // 24 bits
+	cpiTrapQKey             = cmData + 68 // 32 bits
+)
+
+// ClassPortInfo is the generic class attribute 0x0001 (IBTA §13.4.8.1).
 // Linux's CM registers no agent for Get/Set; its MAD layer answers them
 // with status 0x000C. A REJ with reason 24 carries one in its ARI.
+// Field widths and meanings are those of the ClassPortInfoView
+// accessors of the same names.
 type ClassPortInfo struct {
 	Header
 	// Method is Get, Set or GetResp.
@@ -44,38 +82,44 @@ func (m *ClassPortInfo) AttributeID() AttributeID { return AttrClassPortInfo }
 func (m *ClassPortInfo) check() error {
 	c := widthChecker{attr: AttrClassPortInfo}
 	if m.Method != MethodGet && m.Method != MethodSet && m.Method != MethodGetResp {
-		c.fail("Method", 3, uint64(m.Method), ErrBadMethod)
+		c.fail("Method", hdrMethod, uint64(m.Method), ErrBadMethod)
 	}
-	c.check("CapabilityMask2", cmData+4, uint64(m.CapabilityMask2), 27)
-	c.check("RespTimeValue", cmData+7, uint64(m.RespTimeValue), 5)
-	c.check("RedirectSL", cmData+24, uint64(m.RedirectSL), 4)
-	c.check("RedirectFL", cmData+25, uint64(m.RedirectFL), 20)
-	c.check("RedirectQP", cmData+33, uint64(m.RedirectQP), 24)
-	c.check("TrapSL", cmData+56, uint64(m.TrapSL), 4)
-	c.check("TrapFL", cmData+57, uint64(m.TrapFL), 20)
-	c.check("TrapQP", cmData+65, uint64(m.TrapQP), 24)
+	c.check("CapabilityMask2", cpiCapabilityMask2, uint64(m.CapabilityMask2), cpiCapabilityMask2Bits)
+	c.check("RespTimeValue", cpiRespTimeValue, uint64(m.RespTimeValue), cpiRespTimeValueBits)
+	c.check("RedirectSL", cpiRedirectSL, uint64(m.RedirectSL), cpiRedirectSLBits)
+	c.check("RedirectFL", cpiRedirectFL, uint64(m.RedirectFL), flowLabelBits)
+	c.check("RedirectQP", cpiRedirectQP, uint64(m.RedirectQP), uint24Bits)
+	c.check("TrapSL", cpiTrapSL, uint64(m.TrapSL), cpiTrapSLBits)
+	c.check("TrapFL", cpiTrapFL, uint64(m.TrapFL), flowLabelBits)
+	c.check("TrapQP", cpiTrapQP, uint64(m.TrapQP), uint24Bits)
 	return c.err
 }
 
 func (m *ClassPortInfo) put(p *mad) {
 	clear(p[HeaderSize:])
 	m.Header.put(p, AttrClassPortInfo, m.Method)
-	p[cmData+0] = m.BaseVersion
-	p[cmData+1] = m.ClassVersion
-	put16(p, cmData+2, m.CapabilityMask)
-	put32(p, cmData+4, (m.CapabilityMask2&(1<<27-1))<<5|uint32(m.RespTimeValue&0x1f))
-	copy(p[cmData+8:cmData+24], m.RedirectGID[:])
-	put32(p, cmData+24, uint32(m.RedirectTC)<<24|uint32(m.RedirectSL&0xf)<<20|m.RedirectFL&0xfffff)
-	put16(p, cmData+28, m.RedirectLID)
-	put16(p, cmData+30, m.RedirectPKey)
-	put32(p, cmData+32, m.RedirectQP&0xffffff)
-	put32(p, cmData+36, m.RedirectQKey)
-	copy(p[cmData+40:cmData+56], m.TrapGID[:])
-	put32(p, cmData+56, uint32(m.TrapTC)<<24|uint32(m.TrapSL&0xf)<<20|m.TrapFL&0xfffff)
-	put16(p, cmData+60, m.TrapLID)
-	put16(p, cmData+62, m.TrapPKey)
-	put32(p, cmData+64, uint32(m.TrapHL)<<24|m.TrapQP&0xffffff)
-	put32(p, cmData+68, m.TrapQKey)
+	p[cpiBaseVersion] = m.BaseVersion
+	p[cpiClassVersion] = m.ClassVersion
+	put16(p, cpiCapabilityMask, m.CapabilityMask)
+	put32(p, cpiCapabilityMask2, (m.CapabilityMask2&(1<<cpiCapabilityMask2Bits-1))<<cpiCapabilityMask2Shift)
+	p[cpiRespTimeValue] |= setBits(m.RespTimeValue, cpiRespTimeValueShift, cpiRespTimeValueBits)
+	copy(p[cpiRedirectGID:cpiRedirectGID+16], m.RedirectGID[:])
+	p[cpiRedirectTC] = m.RedirectTC
+	put24(p, cpiRedirectFL, m.RedirectFL&(1<<flowLabelBits-1))
+	p[cpiRedirectSL] |= setBits(m.RedirectSL, cpiRedirectSLShift, cpiRedirectSLBits)
+	put16(p, cpiRedirectLID, m.RedirectLID)
+	put16(p, cpiRedirectPKey, m.RedirectPKey)
+	put24(p, cpiRedirectQP, m.RedirectQP)
+	put32(p, cpiRedirectQKey, m.RedirectQKey)
+	copy(p[cpiTrapGID:cpiTrapGID+16], m.TrapGID[:])
+	p[cpiTrapTC] = m.TrapTC
+	put24(p, cpiTrapFL, m.TrapFL&(1<<flowLabelBits-1))
+	p[cpiTrapSL] |= setBits(m.TrapSL, cpiTrapSLShift, cpiTrapSLBits)
+	put16(p, cpiTrapLID, m.TrapLID)
+	put16(p, cpiTrapPKey, m.TrapPKey)
+	p[cpiTrapHL] = m.TrapHL
+	put24(p, cpiTrapQP, m.TrapQP)
+	put32(p, cpiTrapQKey, m.TrapQKey)
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -102,32 +146,93 @@ func ParseClassPortInfo(b []byte) (ClassPortInfoView, error) {
 	return ClassPortInfoView{p}, err
 }
 
+// AttributeID returns AttrClassPortInfo.
 func (v ClassPortInfoView) AttributeID() AttributeID { return AttrClassPortInfo }
-func (v ClassPortInfoView) Header() HeaderView       { return headerOf(v.p) }
-func (v ClassPortInfoView) Bytes() []byte            { return v.p[:] }
-func (v ClassPortInfoView) Method() Method           { return Method(v.p[3]) }
-func (v ClassPortInfoView) BaseVersion() uint8       { return v.p[cmData+0] }
-func (v ClassPortInfoView) ClassVersion() uint8      { return v.p[cmData+1] }
-func (v ClassPortInfoView) CapabilityMask() uint16   { return get16(v.p, cmData+2) }
-func (v ClassPortInfoView) CapabilityMask2() uint32  { return get32(v.p, cmData+4) >> 5 }
-func (v ClassPortInfoView) RespTimeValue() uint8     { return v.p[cmData+7] & 0x1f }
-func (v ClassPortInfoView) RedirectGID() GID         { return getGID(v.p, cmData+8) }
-func (v ClassPortInfoView) RedirectTC() uint8        { return v.p[cmData+24] }
-func (v ClassPortInfoView) RedirectSL() uint8        { return v.p[cmData+25] >> 4 }
-func (v ClassPortInfoView) RedirectFL() uint32       { return get32(v.p, cmData+24) & 0xfffff }
-func (v ClassPortInfoView) RedirectLID() uint16      { return get16(v.p, cmData+28) }
-func (v ClassPortInfoView) RedirectPKey() uint16     { return get16(v.p, cmData+30) }
-func (v ClassPortInfoView) RedirectQP() uint32       { return get24(v.p, cmData+33) }
-func (v ClassPortInfoView) RedirectQKey() uint32     { return get32(v.p, cmData+36) }
-func (v ClassPortInfoView) TrapGID() GID             { return getGID(v.p, cmData+40) }
-func (v ClassPortInfoView) TrapTC() uint8            { return v.p[cmData+56] }
-func (v ClassPortInfoView) TrapSL() uint8            { return v.p[cmData+57] >> 4 }
-func (v ClassPortInfoView) TrapFL() uint32           { return get32(v.p, cmData+56) & 0xfffff }
-func (v ClassPortInfoView) TrapLID() uint16          { return get16(v.p, cmData+60) }
-func (v ClassPortInfoView) TrapPKey() uint16         { return get16(v.p, cmData+62) }
-func (v ClassPortInfoView) TrapHL() uint8            { return v.p[cmData+64] }
-func (v ClassPortInfoView) TrapQP() uint32           { return get24(v.p, cmData+65) }
-func (v ClassPortInfoView) TrapQKey() uint32         { return get32(v.p, cmData+68) }
+
+// Header returns a view of the MAD common header.
+func (v ClassPortInfoView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v ClassPortInfoView) Bytes() []byte { return v.p[:] }
+
+// Method is the MAD header method: Get, Set or GetResp.
+func (v ClassPortInfoView) Method() Method { return v.Header().Method() }
+
+// BaseVersion is the 8-bit highest MAD base version the port supports.
+func (v ClassPortInfoView) BaseVersion() uint8 { return v.p[cpiBaseVersion] }
+
+// ClassVersion is the 8-bit highest class version the port supports.
+func (v ClassPortInfoView) ClassVersion() uint8 { return v.p[cpiClassVersion] }
+
+// CapabilityMask is the 16-bit class capability mask.
+func (v ClassPortInfoView) CapabilityMask() uint16 { return get16(v.p, cpiCapabilityMask) }
+
+// CapabilityMask2 is the 27-bit second capability mask.
+func (v ClassPortInfoView) CapabilityMask2() uint32 {
+	return get32(v.p, cpiCapabilityMask2) >> cpiCapabilityMask2Shift
+}
+
+// RespTimeValue is the 5-bit response time: 4.096 µs × 2^n.
+func (v ClassPortInfoView) RespTimeValue() uint8 {
+	return getBits(v.p[cpiRespTimeValue], cpiRespTimeValueShift, cpiRespTimeValueBits)
+}
+
+// RedirectGID is the 128-bit GID to redirect class requests to.
+func (v ClassPortInfoView) RedirectGID() GID { return getGID(v.p, cpiRedirectGID) }
+
+// RedirectTC is the 8-bit traffic class for redirected requests.
+func (v ClassPortInfoView) RedirectTC() uint8 { return v.p[cpiRedirectTC] }
+
+// RedirectSL is the 4-bit service level for redirected requests.
+func (v ClassPortInfoView) RedirectSL() uint8 {
+	return getBits(v.p[cpiRedirectSL], cpiRedirectSLShift, cpiRedirectSLBits)
+}
+
+// RedirectFL is the 20-bit flow label for redirected requests.
+func (v ClassPortInfoView) RedirectFL() uint32 {
+	return get24(v.p, cpiRedirectFL) & (1<<flowLabelBits - 1)
+}
+
+// RedirectLID is the 16-bit LID to redirect to.
+func (v ClassPortInfoView) RedirectLID() uint16 { return get16(v.p, cpiRedirectLID) }
+
+// RedirectPKey is the 16-bit P_Key for redirected requests.
+func (v ClassPortInfoView) RedirectPKey() uint16 { return get16(v.p, cpiRedirectPKey) }
+
+// RedirectQP is the 24-bit QP to redirect to.
+func (v ClassPortInfoView) RedirectQP() uint32 { return get24(v.p, cpiRedirectQP) }
+
+// RedirectQKey is the 32-bit Q_Key of the redirect QP.
+func (v ClassPortInfoView) RedirectQKey() uint32 { return get32(v.p, cpiRedirectQKey) }
+
+// TrapGID is the 128-bit GID traps are sent to.
+func (v ClassPortInfoView) TrapGID() GID { return getGID(v.p, cpiTrapGID) }
+
+// TrapTC is the 8-bit traffic class for traps.
+func (v ClassPortInfoView) TrapTC() uint8 { return v.p[cpiTrapTC] }
+
+// TrapSL is the 4-bit service level for traps.
+func (v ClassPortInfoView) TrapSL() uint8 {
+	return getBits(v.p[cpiTrapSL], cpiTrapSLShift, cpiTrapSLBits)
+}
+
+// TrapFL is the 20-bit flow label for traps.
+func (v ClassPortInfoView) TrapFL() uint32 { return get24(v.p, cpiTrapFL) & (1<<flowLabelBits - 1) }
+
+// TrapLID is the 16-bit LID traps are sent to.
+func (v ClassPortInfoView) TrapLID() uint16 { return get16(v.p, cpiTrapLID) }
+
+// TrapPKey is the 16-bit P_Key for traps.
+func (v ClassPortInfoView) TrapPKey() uint16 { return get16(v.p, cpiTrapPKey) }
+
+// TrapHL is the 8-bit hop limit for traps.
+func (v ClassPortInfoView) TrapHL() uint8 { return v.p[cpiTrapHL] }
+
+// TrapQP is the 24-bit QP traps are sent to.
+func (v ClassPortInfoView) TrapQP() uint32 { return get24(v.p, cpiTrapQP) }
+
+// TrapQKey is the 32-bit Q_Key of the trap QP.
+func (v ClassPortInfoView) TrapQKey() uint32 { return get32(v.p, cpiTrapQKey) }
 
 // Decode copies every field into m without allocating.
 func (v ClassPortInfoView) Decode(m *ClassPortInfo) {

@@ -1,9 +1,26 @@
 package mad
 
 // This file holds the short connection messages: MRA, REJ, RTU, DREQ
-// and DREP (IBTA 12.6.6, 12.6.7, 12.6.9, 12.6.10, 12.6.11).
+// and DREP (IBTA §12.6.6, §12.6.7, §12.6.9, §12.6.10, §12.6.11).
 
-// MRA is a MessageReceiptAcknowledgement (table 107).
+// MRA field offsets from the start of the MAD (IBTA vol. 1 §12.6.6,
+// table 107; kernel CM_MRA_*). Shift counts from the least significant
+// bit of the byte; Bits is the width.
+const (
+	mraLocalCommID         = cmData + 0 // 32 bits
+	mraRemoteCommID        = cmData + 4 // 32 bits
+	mraMessageMRAed        = cmData + 8
+	mraMessageMRAedShift   = 6
+	mraMessageMRAedBits    = 2
+	mraServiceTimeout      = cmData + 9
+	mraServiceTimeoutShift = 3
+	mraServiceTimeoutBits  = timeoutBits
+	mraPrivateData         = cmData + 10 // MRAPrivateDataSize bytes
+)
+
+// MRA is a MessageReceiptAcknowledgement (IBTA §12.6.6, table 107).
+// Field widths and meanings are those of the MRAView accessors
+// of the same names.
 type MRA struct {
 	Header
 	LocalCommID  uint32
@@ -23,20 +40,20 @@ func (m *MRA) SetPrivateData(p []byte) error { return setPrivate(m.PrivateData[:
 func (m *MRA) check() error {
 	c := widthChecker{attr: AttrMRA}
 	if m.MessageMRAed > MRAedOther {
-		c.fail("MessageMRAed", cmData+8, uint64(m.MessageMRAed), ErrReservedValue)
+		c.fail("MessageMRAed", mraMessageMRAed, uint64(m.MessageMRAed), ErrReservedValue)
 	}
-	c.check("ServiceTimeout", cmData+9, uint64(m.ServiceTimeout), 5)
+	c.check("ServiceTimeout", mraServiceTimeout, uint64(m.ServiceTimeout), mraServiceTimeoutBits)
 	return c.err
 }
 
 func (m *MRA) put(p *mad) {
 	clear(p[HeaderSize:])
 	m.Header.put(p, AttrMRA, MethodSend)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	p[cmData+8] = byte(m.MessageMRAed&3) << 6
-	p[cmData+9] = (m.ServiceTimeout & 0x1f) << 3
-	copy(p[cmData+10:], m.PrivateData[:])
+	put32(p, mraLocalCommID, m.LocalCommID)
+	put32(p, mraRemoteCommID, m.RemoteCommID)
+	p[mraMessageMRAed] = setBits(byte(m.MessageMRAed), mraMessageMRAedShift, mraMessageMRAedBits)
+	p[mraServiceTimeout] = setBits(m.ServiceTimeout, mraServiceTimeoutShift, mraServiceTimeoutBits)
+	copy(p[mraPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -60,16 +77,35 @@ type MRAView struct{ p *mad }
 // ParseMRA validates b as an MRA and returns a view of it.
 func ParseMRA(b []byte) (MRAView, error) { p, err := parseAs(b, AttrMRA); return MRAView{p}, err }
 
-func (v MRAView) AttributeID() AttributeID   { return AttrMRA }
-func (v MRAView) Header() HeaderView         { return headerOf(v.p) }
-func (v MRAView) Bytes() []byte              { return v.p[:] }
-func (v MRAView) LocalCommID() uint32        { return get32(v.p, cmData+0) }
-func (v MRAView) RemoteCommID() uint32       { return get32(v.p, cmData+4) }
-func (v MRAView) MessageMRAed() MRAedMessage { return MRAedMessage(v.p[cmData+8] >> 6) }
-func (v MRAView) ServiceTimeout() uint8      { return v.p[cmData+9] >> 3 }
+// AttributeID returns AttrMRA.
+func (v MRAView) AttributeID() AttributeID { return AttrMRA }
+
+// Header returns a view of the MAD common header.
+func (v MRAView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v MRAView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID.
+func (v MRAView) LocalCommID() uint32 { return get32(v.p, mraLocalCommID) }
+
+// RemoteCommID is the peer's 32-bit Local Communication ID.
+func (v MRAView) RemoteCommID() uint32 { return get32(v.p, mraRemoteCommID) }
+
+// MessageMRAed is the 2-bit kind of message acknowledged: REQ, REP or
+// other (LAP).
+func (v MRAView) MessageMRAed() MRAedMessage {
+	return MRAedMessage(getBits(v.p[mraMessageMRAed], mraMessageMRAedShift, mraMessageMRAedBits))
+}
+
+// ServiceTimeout is the 5-bit time the sender needs before it replies:
+// 4.096 µs × 2^n.
+func (v MRAView) ServiceTimeout() uint8 {
+	return getBits(v.p[mraServiceTimeout], mraServiceTimeoutShift, mraServiceTimeoutBits)
+}
 
 // PrivateData returns the 222-byte private data field (not a copy).
-func (v MRAView) PrivateData() []byte { return v.p[cmData+10 : cmData+10+MRAPrivateDataSize] }
+func (v MRAView) PrivateData() []byte { return v.p[mraPrivateData : mraPrivateData+MRAPrivateDataSize] }
 
 // Decode copies every field into m without allocating.
 func (v MRAView) Decode(m *MRA) {
@@ -84,8 +120,27 @@ func (v MRAView) Decode(m *MRA) {
 // DecodeMessage returns a new *MRA holding v's fields.
 func (v MRAView) DecodeMessage() Message { m := new(MRA); v.Decode(m); return m }
 
-// REJ is a ConnectReject (table 108). It carries no ECE; reason 35
-// (RejectVendorOptionNotSupported) reports an ECE mismatch.
+// REJ field offsets from the start of the MAD (IBTA vol. 1 §12.6.7,
+// table 108; kernel CM_REJ_*). Shift counts from the least significant
+// bit of the byte; Bits is the width.
+const (
+	rejLocalCommID          = cmData + 0 // 32 bits
+	rejRemoteCommID         = cmData + 4 // 32 bits
+	rejMessageRejected      = cmData + 8
+	rejMessageRejectedShift = 6
+	rejMessageRejectedBits  = 2
+	rejARILength            = cmData + 9 // RejectedInfoLength
+	rejARILengthShift       = 1
+	rejARILengthBits        = 7
+	rejReason               = cmData + 10 // 16 bits
+	rejARI                  = cmData + 12 // REJARISize bytes
+	rejPrivateData          = cmData + 84 // REJPrivateDataSize bytes
+)
+
+// REJ is a ConnectReject (IBTA §12.6.7, table 108). It carries no ECE;
+// reason 35 (RejectVendorOptionNotSupported) reports an ECE mismatch.
+// Field widths and meanings are those of the REJView accessors of the
+// same names.
 type REJ struct {
 	Header
 	// LocalCommID is 0 when Linux rejects a REQ it has not answered yet.
@@ -117,21 +172,21 @@ func (m *REJ) SetARI(ari []byte) error {
 
 func (m *REJ) check() error {
 	c := widthChecker{attr: AttrREJ}
-	c.check("MessageRejected", cmData+8, uint64(m.MessageRejected), 2)
-	c.check("ARILength", cmData+9, uint64(m.ARILength), 7)
+	c.check("MessageRejected", rejMessageRejected, uint64(m.MessageRejected), rejMessageRejectedBits)
+	c.check("ARILength", rejARILength, uint64(m.ARILength), rejARILengthBits)
 	return c.err
 }
 
 func (m *REJ) put(p *mad) {
 	clear(p[HeaderSize:])
 	m.Header.put(p, AttrREJ, MethodSend)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	p[cmData+8] = byte(m.MessageRejected&3) << 6
-	p[cmData+9] = (m.ARILength & 0x7f) << 1
-	put16(p, cmData+10, uint16(m.Reason))
-	copy(p[cmData+12:], m.ARI[:])
-	copy(p[cmData+84:], m.PrivateData[:])
+	put32(p, rejLocalCommID, m.LocalCommID)
+	put32(p, rejRemoteCommID, m.RemoteCommID)
+	p[rejMessageRejected] = setBits(byte(m.MessageRejected), rejMessageRejectedShift, rejMessageRejectedBits)
+	p[rejARILength] = setBits(m.ARILength, rejARILengthShift, rejARILengthBits)
+	put16(p, rejReason, uint16(m.Reason))
+	copy(p[rejARI:], m.ARI[:])
+	copy(p[rejPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -155,29 +210,47 @@ type REJView struct{ p *mad }
 // ParseREJ validates b as a REJ and returns a view of it.
 func ParseREJ(b []byte) (REJView, error) { p, err := parseAs(b, AttrREJ); return REJView{p}, err }
 
+// AttributeID returns AttrREJ.
 func (v REJView) AttributeID() AttributeID { return AttrREJ }
-func (v REJView) Header() HeaderView       { return headerOf(v.p) }
-func (v REJView) Bytes() []byte            { return v.p[:] }
-func (v REJView) LocalCommID() uint32      { return get32(v.p, cmData+0) }
-func (v REJView) RemoteCommID() uint32     { return get32(v.p, cmData+4) }
+
+// Header returns a view of the MAD common header.
+func (v REJView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v REJView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID; 0 when
+// Linux rejects a REQ it has not answered yet.
+func (v REJView) LocalCommID() uint32 { return get32(v.p, rejLocalCommID) }
+
+// RemoteCommID is the 32-bit Local Communication ID of the rejected
+// message's sender.
+func (v REJView) RemoteCommID() uint32 { return get32(v.p, rejRemoteCommID) }
+
+// MessageRejected is the 2-bit kind of message rejected: REQ, REP or
+// other.
 func (v REJView) MessageRejected() RejectedMessage {
-	return RejectedMessage(v.p[cmData+8] >> 6)
+	return RejectedMessage(getBits(v.p[rejMessageRejected], rejMessageRejectedShift, rejMessageRejectedBits))
 }
 
 // ARILength is the 7-bit RejectedInfoLength as sent.
-func (v REJView) ARILength() uint8     { return v.p[cmData+9] >> 1 }
-func (v REJView) Reason() RejectReason { return RejectReason(get16(v.p, cmData+10)) }
+func (v REJView) ARILength() uint8 {
+	return getBits(v.p[rejARILength], rejARILengthShift, rejARILengthBits)
+}
+
+// Reason is the 16-bit reject reason (IBTA §12.6.7.2, table 103).
+func (v REJView) Reason() RejectReason { return RejectReason(get16(v.p, rejReason)) }
 
 // ARI returns the first ARILength bytes of the ARI field, at most 72.
 func (v REJView) ARI() []byte {
-	return v.p[cmData+12 : cmData+12+min(int(v.ARILength()), REJARISize)]
+	return v.p[rejARI : rejARI+min(int(v.ARILength()), REJARISize)]
 }
 
 // ARIField returns the whole 72-byte ARI field.
-func (v REJView) ARIField() []byte { return v.p[cmData+12 : cmData+12+REJARISize] }
+func (v REJView) ARIField() []byte { return v.p[rejARI : rejARI+REJARISize] }
 
 // PrivateData returns the 148-byte private data field (not a copy).
-func (v REJView) PrivateData() []byte { return v.p[cmData+84 : cmData+84+REJPrivateDataSize] }
+func (v REJView) PrivateData() []byte { return v.p[rejPrivateData : rejPrivateData+REJPrivateDataSize] }
 
 // Decode copies every field into m without allocating.
 func (v REJView) Decode(m *REJ) {
@@ -194,7 +267,17 @@ func (v REJView) Decode(m *REJ) {
 // DecodeMessage returns a new *REJ holding v's fields.
 func (v REJView) DecodeMessage() Message { m := new(REJ); v.Decode(m); return m }
 
-// RTU is a ReadyToUse (table 111).
+// RTU field offsets from the start of the MAD (IBTA vol. 1 §12.6.9,
+// table 111; kernel CM_RTU_*).
+const (
+	rtuLocalCommID  = cmData + 0 // 32 bits
+	rtuRemoteCommID = cmData + 4 // 32 bits
+	rtuPrivateData  = cmData + 8 // RTUPrivateDataSize bytes
+)
+
+// RTU is a ReadyToUse (IBTA §12.6.9, table 111).
+// Field widths and meanings are those of the RTUView accessors
+// of the same names.
 type RTU struct {
 	Header
 	LocalCommID  uint32
@@ -210,9 +293,9 @@ func (m *RTU) SetPrivateData(p []byte) error { return setPrivate(m.PrivateData[:
 
 func (m *RTU) put(p *mad) {
 	m.Header.put(p, AttrRTU, MethodSend)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	copy(p[cmData+8:], m.PrivateData[:])
+	put32(p, rtuLocalCommID, m.LocalCommID)
+	put32(p, rtuRemoteCommID, m.RemoteCommID)
+	copy(p[rtuPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -236,14 +319,23 @@ type RTUView struct{ p *mad }
 // ParseRTU validates b as an RTU and returns a view of it.
 func ParseRTU(b []byte) (RTUView, error) { p, err := parseAs(b, AttrRTU); return RTUView{p}, err }
 
+// AttributeID returns AttrRTU.
 func (v RTUView) AttributeID() AttributeID { return AttrRTU }
-func (v RTUView) Header() HeaderView       { return headerOf(v.p) }
-func (v RTUView) Bytes() []byte            { return v.p[:] }
-func (v RTUView) LocalCommID() uint32      { return get32(v.p, cmData+0) }
-func (v RTUView) RemoteCommID() uint32     { return get32(v.p, cmData+4) }
+
+// Header returns a view of the MAD common header.
+func (v RTUView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v RTUView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID.
+func (v RTUView) LocalCommID() uint32 { return get32(v.p, rtuLocalCommID) }
+
+// RemoteCommID is the peer's 32-bit Local Communication ID.
+func (v RTUView) RemoteCommID() uint32 { return get32(v.p, rtuRemoteCommID) }
 
 // PrivateData returns the 224-byte private data field (not a copy).
-func (v RTUView) PrivateData() []byte { return v.p[cmData+8:] }
+func (v RTUView) PrivateData() []byte { return v.p[rtuPrivateData : rtuPrivateData+RTUPrivateDataSize] }
 
 // Decode copies every field into m without allocating.
 func (v RTUView) Decode(m *RTU) {
@@ -256,7 +348,19 @@ func (v RTUView) Decode(m *RTU) {
 // DecodeMessage returns a new *RTU holding v's fields.
 func (v RTUView) DecodeMessage() Message { m := new(RTU); v.Decode(m); return m }
 
-// DREQ is a DisconnectRequest (table 112).
+// DREQ field offsets from the start of the MAD (IBTA vol. 1 §12.6.10,
+// table 112; kernel CM_DREQ_*).
+const (
+	dreqLocalCommID   = cmData + 0  // 32 bits
+	dreqRemoteCommID  = cmData + 4  // 32 bits
+	dreqRemoteQPNEECN = cmData + 8  // 24 bits
+	dreqReserved      = cmData + 11 // 8 bits
+	dreqPrivateData   = cmData + 12 // DREQPrivateDataSize bytes
+)
+
+// DREQ is a DisconnectRequest (IBTA §12.6.10, table 112).
+// Field widths and meanings are those of the DREQView accessors
+// of the same names.
 type DREQ struct {
 	Header
 	LocalCommID  uint32
@@ -275,16 +379,17 @@ func (m *DREQ) SetPrivateData(p []byte) error { return setPrivate(m.PrivateData[
 
 func (m *DREQ) check() error {
 	c := widthChecker{attr: AttrDREQ}
-	c.check("RemoteQPNEECN", cmData+8, uint64(m.RemoteQPNEECN), 24)
+	c.check("RemoteQPNEECN", dreqRemoteQPNEECN, uint64(m.RemoteQPNEECN), uint24Bits)
 	return c.err
 }
 
 func (m *DREQ) put(p *mad) {
 	m.Header.put(p, AttrDREQ, MethodSend)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	put32(p, cmData+8, m.RemoteQPNEECN<<8)
-	copy(p[cmData+12:], m.PrivateData[:])
+	put32(p, dreqLocalCommID, m.LocalCommID)
+	put32(p, dreqRemoteCommID, m.RemoteCommID)
+	put24(p, dreqRemoteQPNEECN, m.RemoteQPNEECN)
+	p[dreqReserved] = 0
+	copy(p[dreqPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -308,15 +413,29 @@ type DREQView struct{ p *mad }
 // ParseDREQ validates b as a DREQ and returns a view of it.
 func ParseDREQ(b []byte) (DREQView, error) { p, err := parseAs(b, AttrDREQ); return DREQView{p}, err }
 
+// AttributeID returns AttrDREQ.
 func (v DREQView) AttributeID() AttributeID { return AttrDREQ }
-func (v DREQView) Header() HeaderView       { return headerOf(v.p) }
-func (v DREQView) Bytes() []byte            { return v.p[:] }
-func (v DREQView) LocalCommID() uint32      { return get32(v.p, cmData+0) }
-func (v DREQView) RemoteCommID() uint32     { return get32(v.p, cmData+4) }
-func (v DREQView) RemoteQPNEECN() uint32    { return get24(v.p, cmData+8) }
+
+// Header returns a view of the MAD common header.
+func (v DREQView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v DREQView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID.
+func (v DREQView) LocalCommID() uint32 { return get32(v.p, dreqLocalCommID) }
+
+// RemoteCommID is the peer's 32-bit Local Communication ID.
+func (v DREQView) RemoteCommID() uint32 { return get32(v.p, dreqRemoteCommID) }
+
+// RemoteQPNEECN is the peer's 24-bit QPN (or EECN for RD); Linux
+// ignores a DREQ whose value is not its local QPN.
+func (v DREQView) RemoteQPNEECN() uint32 { return get24(v.p, dreqRemoteQPNEECN) }
 
 // PrivateData returns the 220-byte private data field (not a copy).
-func (v DREQView) PrivateData() []byte { return v.p[cmData+12:] }
+func (v DREQView) PrivateData() []byte {
+	return v.p[dreqPrivateData : dreqPrivateData+DREQPrivateDataSize]
+}
 
 // Decode copies every field into m without allocating.
 func (v DREQView) Decode(m *DREQ) {
@@ -330,7 +449,17 @@ func (v DREQView) Decode(m *DREQ) {
 // DecodeMessage returns a new *DREQ holding v's fields.
 func (v DREQView) DecodeMessage() Message { m := new(DREQ); v.Decode(m); return m }
 
-// DREP is a DisconnectReply (table 113).
+// DREP field offsets from the start of the MAD (IBTA vol. 1 §12.6.11,
+// table 113; kernel CM_DREP_*).
+const (
+	drepLocalCommID  = cmData + 0 // 32 bits
+	drepRemoteCommID = cmData + 4 // 32 bits
+	drepPrivateData  = cmData + 8 // DREPPrivateDataSize bytes
+)
+
+// DREP is a DisconnectReply (IBTA §12.6.11, table 113).
+// Field widths and meanings are those of the DREPView accessors
+// of the same names.
 type DREP struct {
 	Header
 	LocalCommID  uint32
@@ -346,9 +475,9 @@ func (m *DREP) SetPrivateData(p []byte) error { return setPrivate(m.PrivateData[
 
 func (m *DREP) put(p *mad) {
 	m.Header.put(p, AttrDREP, MethodSend)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	copy(p[cmData+8:], m.PrivateData[:])
+	put32(p, drepLocalCommID, m.LocalCommID)
+	put32(p, drepRemoteCommID, m.RemoteCommID)
+	copy(p[drepPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -372,14 +501,25 @@ type DREPView struct{ p *mad }
 // ParseDREP validates b as a DREP and returns a view of it.
 func ParseDREP(b []byte) (DREPView, error) { p, err := parseAs(b, AttrDREP); return DREPView{p}, err }
 
+// AttributeID returns AttrDREP.
 func (v DREPView) AttributeID() AttributeID { return AttrDREP }
-func (v DREPView) Header() HeaderView       { return headerOf(v.p) }
-func (v DREPView) Bytes() []byte            { return v.p[:] }
-func (v DREPView) LocalCommID() uint32      { return get32(v.p, cmData+0) }
-func (v DREPView) RemoteCommID() uint32     { return get32(v.p, cmData+4) }
+
+// Header returns a view of the MAD common header.
+func (v DREPView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v DREPView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID.
+func (v DREPView) LocalCommID() uint32 { return get32(v.p, drepLocalCommID) }
+
+// RemoteCommID is the peer's 32-bit Local Communication ID.
+func (v DREPView) RemoteCommID() uint32 { return get32(v.p, drepRemoteCommID) }
 
 // PrivateData returns the 224-byte private data field (not a copy).
-func (v DREPView) PrivateData() []byte { return v.p[cmData+8:] }
+func (v DREPView) PrivateData() []byte {
+	return v.p[drepPrivateData : drepPrivateData+DREPPrivateDataSize]
+}
 
 // Decode copies every field into m without allocating.
 func (v DREPView) Decode(m *DREP) {

@@ -1,7 +1,7 @@
 // Package mad encodes and decodes InfiniBand Communication Management
 // MADs byte-exactly: the 24-byte MAD common header and every CM
 // attribute of IBTA vol. 1 chapter 12 (REQ, MRA, REJ, REP, RTU, DREQ,
-// DREP, SIDR_REQ, SIDR_REP, LAP, APR) plus ClassPortInfo (13.4.8.1).
+// DREP, SIDR_REQ, SIDR_REP, LAP, APR) plus ClassPortInfo (§13.4.8.1).
 // Field positions follow the Linux kernel's include/rdma/ibta_vol1_c12.h,
 // including the ECE vendor ID fields.
 //
@@ -34,8 +34,14 @@
 // Helpers: IPHeader/ParseIPHeader for the 36-byte rdma_cm IP header at
 // the start of REQ and SIDR_REQ private data, ServiceID/SplitServiceID
 // for rdma_cm port spaces, TimeoutDuration/TimeoutExponent for the
-// 4.096 µs × 2^n timeouts, and names for RejectReason (with ARI
-// descriptions), MRAedMessage, RejectedMessage, SIDRStatus, APRStatus.
+// 4.096 µs × 2^n timeouts, names for RejectReason (with ARI
+// descriptions), MRAedMessage, RejectedMessage, SIDRStatus, APRStatus,
+// and Describe, the one-line summary of a MAD used in logs and test
+// transcripts.
+//
+// Every field offset is a named constant (reqLocalQPN, repSRQShift, ...)
+// written once, next to its IBTA table, and shared by the range check,
+// the encoder and the view accessor.
 //
 // Errors wrap the sentinels in errors.go (ErrShortBuffer,
 // ErrBadBaseVersion, ErrWrongClass, ErrUnknownAttribute, ...); field

@@ -6,15 +6,18 @@ import "fmt"
 // 12.6.5 table 106; kernel cm_req_set_qp_type/cm_req_get_qp_type).
 type TransportServiceType uint8
 
+// Transport service types.
 const (
-	TransportRC TransportServiceType = 0
-	TransportUC TransportServiceType = 1
-	TransportRD TransportServiceType = 2
+	TransportRC TransportServiceType = 0 // reliable connection
+	TransportUC TransportServiceType = 1 // unreliable connection
+	TransportRD TransportServiceType = 2 // reliable datagram
 	// TransportExtended means "see ExtendedTransportType"; Linux sends it
 	// with ExtendedTransportXRC for XRC.
 	TransportExtended TransportServiceType = 3
 )
 
+// String returns "RC", "UC", "RD", "extended" or
+// "TransportServiceType(N)".
 func (t TransportServiceType) String() string {
 	switch t {
 	case TransportRC:
@@ -39,12 +42,13 @@ const ExtendedTransportXRC ExtendedTransportType = 1
 // MTU is the 4-bit IB path MTU enumeration.
 type MTU uint8
 
+// Path MTU encodings.
 const (
-	MTU256  MTU = 1
-	MTU512  MTU = 2
-	MTU1024 MTU = 3
-	MTU2048 MTU = 4
-	MTU4096 MTU = 5
+	MTU256  MTU = 1 // 256 bytes
+	MTU512  MTU = 2 // 512 bytes
+	MTU1024 MTU = 3 // 1024 bytes
+	MTU2048 MTU = 4 // 2048 bytes
+	MTU4096 MTU = 5 // 4096 bytes
 )
 
 // Bytes returns the MTU in bytes, or 0 for a value outside 1..5.
@@ -55,6 +59,7 @@ func (m MTU) Bytes() int {
 	return 128 << m
 }
 
+// String returns the MTU in bytes ("4096"), or "MTU(N)".
 func (m MTU) String() string {
 	if b := m.Bytes(); b != 0 {
 		return fmt.Sprint(b)
@@ -66,12 +71,14 @@ func (m MTU) String() string {
 // CM_MSG_RESPONSE_*). Value 3 is reserved; the kernel drops such MRAs.
 type MRAedMessage uint8
 
+// MessageMRAed values.
 const (
-	MRAedREQ   MRAedMessage = 0
-	MRAedREP   MRAedMessage = 1
+	MRAedREQ   MRAedMessage = 0 // a REQ
+	MRAedREP   MRAedMessage = 1 // a REP
 	MRAedOther MRAedMessage = 2 // LAP
 )
 
+// String returns "REQ", "REP", "other" or "reserved(N)".
 func (m MRAedMessage) String() string {
 	switch m {
 	case MRAedREQ:
@@ -88,12 +95,14 @@ func (m MRAedMessage) String() string {
 // kernel treats 3 like "other".
 type RejectedMessage uint8
 
+// MessageRejected values.
 const (
-	RejectedREQ   RejectedMessage = 0
-	RejectedREP   RejectedMessage = 1
+	RejectedREQ   RejectedMessage = 0 // a REQ
+	RejectedREP   RejectedMessage = 1 // a REP
 	RejectedOther RejectedMessage = 2 // no message, or a LAP
 )
 
+// String returns "REQ", "REP", "other" or "reserved(N)".
 func (m RejectedMessage) String() string {
 	switch m {
 	case RejectedREQ:
@@ -109,12 +118,14 @@ func (m RejectedMessage) String() string {
 // Failover is REP's 2-bit FailoverAccepted (IBTA table 110).
 type Failover uint8
 
+// FailoverAccepted values.
 const (
-	FailoverAccepted     Failover = 0
-	FailoverNotSupported Failover = 1
+	FailoverAccepted     Failover = 0 // alternate path accepted
+	FailoverNotSupported Failover = 1 // failover not supported
 	FailoverRejected     Failover = 2 // alternate path rejected
 )
 
+// String returns "accepted", "not supported", "rejected" or "reserved(N)".
 func (f Failover) String() string {
 	switch f {
 	case FailoverAccepted:
@@ -131,6 +142,7 @@ func (f Failover) String() string {
 // enum ib_cm_sidr_status). The kernel does not check it.
 type SIDRStatus uint8
 
+// SIDR_REP statuses.
 const (
 	SIDRSuccess            SIDRStatus = 0 // IB_SIDR_SUCCESS
 	SIDRUnsupported        SIDRStatus = 1 // IB_SIDR_UNSUPPORTED: no such service
@@ -142,6 +154,7 @@ const (
 
 var sidrStatusNames = [...]string{"success", "unsupported service", "rejected", "no QP", "redirect", "unsupported version"}
 
+// String returns the status in words ("no QP"), or "reserved(N)".
 func (s SIDRStatus) String() string {
 	if int(s) < len(sidrStatusNames) {
 		return sidrStatusNames[s]
@@ -153,6 +166,7 @@ func (s SIDRStatus) String() string {
 // enum ib_cm_apr_status).
 type APRStatus uint8
 
+// AP statuses.
 const (
 	APRSuccess             APRStatus = iota // IB_CM_APR_SUCCESS
 	APRInvalidCommID                        // IB_CM_APR_INVALID_COMM_ID
@@ -177,6 +191,8 @@ var aprStatusNames = [...]string{
 	"invalid packet rate", "invalid SL",
 }
 
+// String returns the status in words ("path is current"), or
+// "reserved(N)".
 func (s APRStatus) String() string {
 	if int(s) < len(aprStatusNames) {
 		return aprStatusNames[s]

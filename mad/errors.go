@@ -54,17 +54,20 @@ var (
 // FieldError reports a problem with one field. Offset is the byte
 // offset from the start of the MAD (or of the IP header for IPHeader).
 type FieldError struct {
-	Attr   AttributeID
-	Field  string
-	Offset int
-	Value  uint64
-	Err    error
+	Attr   AttributeID // message; 0 for IPHeader
+	Field  string      // struct field name, e.g. "Primary.FlowLabel"
+	Offset int         // byte offset of the field
+	Value  uint64      // offending value
+	Err    error       // sentinel wrapped
 }
 
+// Error returns the sentinel's text followed by the message, field,
+// offset and value.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("%v: %s %s (offset %d, value %#x)", e.Err, e.Attr, e.Field, e.Offset, e.Value)
 }
 
+// Unwrap returns the sentinel, for errors.Is.
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // widthChecker collects the first field that does not fit its width.

@@ -9,6 +9,7 @@ import (
 // PortSpace is an rdma_cm port space (kernel enum rdma_ucm_port_space).
 type PortSpace uint16
 
+// The rdma_cm port spaces.
 const (
 	PortSpaceIPoIB PortSpace = 0x0002 // RDMA_PS_IPOIB
 	PortSpaceTCP   PortSpace = 0x0106 // RDMA_PS_TCP, RC
@@ -16,6 +17,7 @@ const (
 	PortSpaceIB    PortSpace = 0x013F // RDMA_PS_IB, RC or UD
 )
 
+// String returns "TCP", "UDP", "IB", "IPoIB" or "PortSpace(0xNNNN)".
 func (ps PortSpace) String() string {
 	switch ps {
 	case PortSpaceIPoIB:
@@ -49,6 +51,20 @@ func SplitServiceID(id uint64) (ps PortSpace, port uint16, ok bool) {
 // IPHeaderSize is the size of the rdma_cm IP private-data header.
 const IPHeaderSize = 36
 
+// rdma_cm IP private-data header offsets from the start of private data
+// (IBTA vol. 1 annex A11; kernel struct cma_hdr).
+const (
+	ipHdrCMAVersion     = 0 // 8 bits
+	ipHdrIPVersion      = 1
+	ipHdrIPVersionShift = 4
+	ipHdrIPVersionBits  = 4
+	ipHdrSrcPort        = 2  // 16 bits
+	ipHdrSrcAddr        = 4  // 128 bits
+	ipHdrDstAddr        = 20 // 128 bits
+	// ipHdrIPv4 is where an IPv4 address sits in an address field.
+	ipHdrIPv4 = 12
+)
+
 // IP private-data header limits: what is left for the consumer.
 const (
 	REQUserDataSize     = REQPrivateDataSize - IPHeaderSize     // 56
@@ -69,8 +85,10 @@ type IPHeader struct {
 	CMAVersion uint8
 	// IPVersion is 4 or 6.
 	IPVersion uint8
-	SrcPort   uint16
-	Src, Dst  netip.Addr
+	// SrcPort is the active side's source port.
+	SrcPort uint16
+	// Src and Dst are the source and destination addresses.
+	Src, Dst netip.Addr
 }
 
 // MarshalTo writes the 36-byte header into b.
@@ -79,25 +97,25 @@ func (h *IPHeader) MarshalTo(b []byte) (int, error) {
 		return 0, fmt.Errorf("rdma_cm IP header: buffer %d bytes, need %d: %w", len(b), IPHeaderSize, ErrShortBuffer)
 	}
 	if h.CMAVersion != 0 {
-		return 0, ipFieldError("CMAVersion", 0, uint64(h.CMAVersion), ErrBadCMAVersion)
+		return 0, ipFieldError("CMAVersion", ipHdrCMAVersion, uint64(h.CMAVersion), ErrBadCMAVersion)
 	}
 	p := (*[IPHeaderSize]byte)(b[:IPHeaderSize])
 	clear(p[:])
-	p[1] = h.IPVersion << 4
-	binary.BigEndian.PutUint16(p[2:4], h.SrcPort)
+	p[ipHdrIPVersion] = h.IPVersion << ipHdrIPVersionShift
+	binary.BigEndian.PutUint16(p[ipHdrSrcPort:], h.SrcPort)
 	for i, a := range [2]netip.Addr{h.Src, h.Dst} {
-		off := 4 + 16*i
+		off := [2]int{ipHdrSrcAddr, ipHdrDstAddr}[i]
 		switch {
 		case h.IPVersion == 4 && (a.Is4() || a.Is4In6()):
 			a4 := a.Unmap().As4()
-			copy(p[off+12:off+16], a4[:])
+			copy(p[off+ipHdrIPv4:off+16], a4[:])
 		case h.IPVersion == 6 && a.Is6():
 			a16 := a.As16()
 			copy(p[off:off+16], a16[:])
 		case h.IPVersion == 4 || h.IPVersion == 6:
 			return 0, ipFieldError([2]string{"Src", "Dst"}[i], off, uint64(h.IPVersion), ErrBadIPVersion)
 		default:
-			return 0, ipFieldError("IPVersion", 1, uint64(h.IPVersion), ErrBadIPVersion)
+			return 0, ipFieldError("IPVersion", ipHdrIPVersion, uint64(h.IPVersion), ErrBadIPVersion)
 		}
 	}
 	return IPHeaderSize, nil
@@ -133,23 +151,34 @@ func ParseIPHeader(pd []byte) (IPHeaderView, error) {
 	}
 	v := IPHeaderView{(*[IPHeaderSize]byte)(pd[:IPHeaderSize])}
 	if v.CMAVersion() != 0 {
-		return IPHeaderView{}, ipFieldError("CMAVersion", 0, uint64(v.CMAVersion()), ErrBadCMAVersion)
+		return IPHeaderView{}, ipFieldError("CMAVersion", ipHdrCMAVersion, uint64(v.CMAVersion()), ErrBadCMAVersion)
 	}
 	if ipv := v.IPVersion(); ipv != 4 && ipv != 6 {
-		return IPHeaderView{}, ipFieldError("IPVersion", 1, uint64(ipv), ErrBadIPVersion)
+		return IPHeaderView{}, ipFieldError("IPVersion", ipHdrIPVersion, uint64(ipv), ErrBadIPVersion)
 	}
 	return v, nil
 }
 
-func (v IPHeaderView) CMAVersion() uint8 { return v.p[0] }
-func (v IPHeaderView) IPVersion() uint8  { return v.p[1] >> 4 }
-func (v IPHeaderView) SrcPort() uint16   { return binary.BigEndian.Uint16(v.p[2:4]) }
-func (v IPHeaderView) Src() netip.Addr   { return v.addr(4) }
-func (v IPHeaderView) Dst() netip.Addr   { return v.addr(20) }
+// CMAVersion is the 8-bit CMA version; 0.
+func (v IPHeaderView) CMAVersion() uint8 { return v.p[ipHdrCMAVersion] }
+
+// IPVersion is the 4-bit IP version: 4 or 6.
+func (v IPHeaderView) IPVersion() uint8 {
+	return getBits(v.p[ipHdrIPVersion], ipHdrIPVersionShift, ipHdrIPVersionBits)
+}
+
+// SrcPort is the active side's 16-bit source port.
+func (v IPHeaderView) SrcPort() uint16 { return binary.BigEndian.Uint16(v.p[ipHdrSrcPort:]) }
+
+// Src is the source address: IPv4 for IPVersion 4, else IPv6.
+func (v IPHeaderView) Src() netip.Addr { return v.addr(ipHdrSrcAddr) }
+
+// Dst is the destination address: IPv4 for IPVersion 4, else IPv6.
+func (v IPHeaderView) Dst() netip.Addr { return v.addr(ipHdrDstAddr) }
 
 func (v IPHeaderView) addr(off int) netip.Addr {
 	if v.IPVersion() == 4 {
-		return netip.AddrFrom4([4]byte(v.p[off+12 : off+16]))
+		return netip.AddrFrom4([4]byte(v.p[off+ipHdrIPv4 : off+16]))
 	}
 	return netip.AddrFrom16([16]byte(v.p[off : off+16]))
 }

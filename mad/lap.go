@@ -1,7 +1,41 @@
 package mad
 
-// LAP is a LoadAlternatePath (IBTA 12.8.1, table 115). Linux refuses LAP
+// LAP field offsets from the start of the MAD (IBTA vol. 1 §12.8.1,
+// table 115; kernel CM_LAP_*). The alternate path has its own layout,
+// unlike REQ's. Shift counts from the least significant bit of the
+// byte; Bits is the width.
+const (
+	lapLocalCommID                  = cmData + 0  // 32 bits
+	lapRemoteCommID                 = cmData + 4  // 32 bits
+	lapRemoteQPNEECN                = cmData + 12 // 24 bits
+	lapRemoteCMResponseTimeout      = cmData + 15
+	lapRemoteCMResponseTimeoutShift = 3
+	lapRemoteCMResponseTimeoutBits  = timeoutBits
+	lapAltLocalLID                  = cmData + 20 // 16 bits
+	lapAltRemoteLID                 = cmData + 22 // 16 bits
+	lapAltLocalGID                  = cmData + 24 // 128 bits
+	lapAltRemoteGID                 = cmData + 40 // 128 bits
+	lapAltFlowLabel                 = cmData + 56 // top 20 bits of the 32-bit word
+	lapAltFlowLabelShift            = 32 - flowLabelBits
+	lapAltTrafficClass              = cmData + 59 // 8 bits
+	lapAltHopLimit                  = cmData + 60 // 8 bits
+	lapAltPacketRate                = cmData + 61
+	lapAltPacketRateShift           = 0
+	lapAltPacketRateBits            = 6
+	lapAltSL                        = cmData + 62
+	lapAltSLShift                   = 4
+	lapAltSLBits                    = 4
+	lapAltSubnetLocalShift          = 3 // in the lapAltSL byte
+	lapAltLocalACKTimeout           = cmData + 63
+	lapAltLocalACKTimeoutShift      = 3
+	lapAltLocalACKTimeoutBits       = timeoutBits
+	lapPrivateData                  = cmData + 64 // LAPPrivateDataSize bytes
+)
+
+// LAP is a LoadAlternatePath (IBTA §12.8.1, table 115). Linux refuses LAP
 // on RoCE ports; it is here for completeness and traces.
+// Field widths and meanings are those of the LAPView accessors
+// of the same names.
 type LAP struct {
 	Header
 	LocalCommID             uint32
@@ -20,37 +54,35 @@ func (m *LAP) SetPrivateData(p []byte) error { return setPrivate(m.PrivateData[:
 
 func (m *LAP) check() error {
 	c := widthChecker{attr: AttrLAP}
-	c.check("RemoteQPNEECN", cmData+12, uint64(m.RemoteQPNEECN), 24)
-	c.check("RemoteCMResponseTimeout", cmData+15, uint64(m.RemoteCMResponseTimeout), 5)
+	c.check("RemoteQPNEECN", lapRemoteQPNEECN, uint64(m.RemoteQPNEECN), uint24Bits)
+	c.check("RemoteCMResponseTimeout", lapRemoteCMResponseTimeout, uint64(m.RemoteCMResponseTimeout), lapRemoteCMResponseTimeoutBits)
 	a := &m.Alternate
-	c.check("Alternate.FlowLabel", cmData+56, uint64(a.FlowLabel), 20)
-	c.check("Alternate.PacketRate", cmData+61, uint64(a.PacketRate), 6)
-	c.check("Alternate.SL", cmData+62, uint64(a.SL), 4)
-	c.check("Alternate.LocalACKTimeout", cmData+63, uint64(a.LocalACKTimeout), 5)
+	c.check("Alternate.FlowLabel", lapAltFlowLabel, uint64(a.FlowLabel), flowLabelBits)
+	c.check("Alternate.PacketRate", lapAltPacketRate, uint64(a.PacketRate), lapAltPacketRateBits)
+	c.check("Alternate.SL", lapAltSL, uint64(a.SL), lapAltSLBits)
+	c.check("Alternate.LocalACKTimeout", lapAltLocalACKTimeout, uint64(a.LocalACKTimeout), lapAltLocalACKTimeoutBits)
 	return c.err
 }
 
-// LAP's path layout differs from REQ's: flow label at data 56 (20 bits),
-// traffic class 59, hop limit 60, packet rate 61, SL/subnet local 62,
-// local ACK timeout 63.
 func (m *LAP) put(p *mad) {
 	clear(p[HeaderSize:])
 	m.Header.put(p, AttrLAP, MethodSend)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	put24(p, cmData+12, m.RemoteQPNEECN)
-	p[cmData+15] = (m.RemoteCMResponseTimeout & 0x1f) << 3
+	put32(p, lapLocalCommID, m.LocalCommID)
+	put32(p, lapRemoteCommID, m.RemoteCommID)
+	put24(p, lapRemoteQPNEECN, m.RemoteQPNEECN)
+	p[lapRemoteCMResponseTimeout] = setBits(m.RemoteCMResponseTimeout, lapRemoteCMResponseTimeoutShift, lapRemoteCMResponseTimeoutBits)
 	a := &m.Alternate
-	put16(p, cmData+20, a.LocalLID)
-	put16(p, cmData+22, a.RemoteLID)
-	copy(p[cmData+24:cmData+40], a.LocalGID[:])
-	copy(p[cmData+40:cmData+56], a.RemoteGID[:])
-	put32(p, cmData+56, (a.FlowLabel&0xfffff)<<12|uint32(a.TrafficClass))
-	p[cmData+60] = a.HopLimit
-	p[cmData+61] = a.PacketRate & 0x3f
-	p[cmData+62] = (a.SL&0xf)<<4 | bit(a.SubnetLocal)<<3
-	p[cmData+63] = (a.LocalACKTimeout & 0x1f) << 3
-	copy(p[cmData+64:], m.PrivateData[:])
+	put16(p, lapAltLocalLID, a.LocalLID)
+	put16(p, lapAltRemoteLID, a.RemoteLID)
+	copy(p[lapAltLocalGID:lapAltLocalGID+16], a.LocalGID[:])
+	copy(p[lapAltRemoteGID:lapAltRemoteGID+16], a.RemoteGID[:])
+	put32(p, lapAltFlowLabel, (a.FlowLabel&(1<<flowLabelBits-1))<<lapAltFlowLabelShift)
+	p[lapAltTrafficClass] = a.TrafficClass
+	p[lapAltHopLimit] = a.HopLimit
+	p[lapAltPacketRate] = setBits(a.PacketRate, lapAltPacketRateShift, lapAltPacketRateBits)
+	p[lapAltSL] = setBits(a.SL, lapAltSLShift, lapAltSLBits) | setFlag(a.SubnetLocal, lapAltSubnetLocalShift)
+	p[lapAltLocalACKTimeout] = setBits(a.LocalACKTimeout, lapAltLocalACKTimeoutShift, lapAltLocalACKTimeoutBits)
+	copy(p[lapPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -74,36 +106,50 @@ type LAPView struct{ p *mad }
 // ParseLAP validates b as a LAP and returns a view of it.
 func ParseLAP(b []byte) (LAPView, error) { p, err := parseAs(b, AttrLAP); return LAPView{p}, err }
 
+// AttributeID returns AttrLAP.
 func (v LAPView) AttributeID() AttributeID { return AttrLAP }
-func (v LAPView) Header() HeaderView       { return headerOf(v.p) }
-func (v LAPView) Bytes() []byte            { return v.p[:] }
-func (v LAPView) LocalCommID() uint32      { return get32(v.p, cmData+0) }
-func (v LAPView) RemoteCommID() uint32     { return get32(v.p, cmData+4) }
-func (v LAPView) RemoteQPNEECN() uint32    { return get24(v.p, cmData+12) }
+
+// Header returns a view of the MAD common header.
+func (v LAPView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v LAPView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID.
+func (v LAPView) LocalCommID() uint32 { return get32(v.p, lapLocalCommID) }
+
+// RemoteCommID is the peer's 32-bit Local Communication ID.
+func (v LAPView) RemoteCommID() uint32 { return get32(v.p, lapRemoteCommID) }
+
+// RemoteQPNEECN is the peer's 24-bit QPN (or EECN for RD).
+func (v LAPView) RemoteQPNEECN() uint32 { return get24(v.p, lapRemoteQPNEECN) }
+
+// RemoteCMResponseTimeout is the 5-bit Remote CM Response Timeout, how
+// long the sender waits for the APR: 4.096 µs × 2^n.
 func (v LAPView) RemoteCMResponseTimeout() uint8 {
-	return v.p[cmData+15] >> 3
+	return getBits(v.p[lapRemoteCMResponseTimeout], lapRemoteCMResponseTimeoutShift, lapRemoteCMResponseTimeoutBits)
 }
 
 // Alternate returns the alternate path (data 20..63).
 func (v LAPView) Alternate() Path {
 	p := v.p
 	return Path{
-		LocalLID:        get16(p, cmData+20),
-		RemoteLID:       get16(p, cmData+22),
-		LocalGID:        getGID(p, cmData+24),
-		RemoteGID:       getGID(p, cmData+40),
-		FlowLabel:       get32(p, cmData+56) >> 12,
-		TrafficClass:    p[cmData+59],
-		HopLimit:        p[cmData+60],
-		PacketRate:      p[cmData+61] & 0x3f,
-		SL:              p[cmData+62] >> 4,
-		SubnetLocal:     p[cmData+62]&0x08 != 0,
-		LocalACKTimeout: p[cmData+63] >> 3,
+		LocalLID:        get16(p, lapAltLocalLID),
+		RemoteLID:       get16(p, lapAltRemoteLID),
+		LocalGID:        getGID(p, lapAltLocalGID),
+		RemoteGID:       getGID(p, lapAltRemoteGID),
+		FlowLabel:       get32(p, lapAltFlowLabel) >> lapAltFlowLabelShift,
+		TrafficClass:    p[lapAltTrafficClass],
+		HopLimit:        p[lapAltHopLimit],
+		PacketRate:      getBits(p[lapAltPacketRate], lapAltPacketRateShift, lapAltPacketRateBits),
+		SL:              getBits(p[lapAltSL], lapAltSLShift, lapAltSLBits),
+		SubnetLocal:     getFlag(p[lapAltSL], lapAltSubnetLocalShift),
+		LocalACKTimeout: getBits(p[lapAltLocalACKTimeout], lapAltLocalACKTimeoutShift, lapAltLocalACKTimeoutBits),
 	}
 }
 
 // PrivateData returns the 168-byte private data field (not a copy).
-func (v LAPView) PrivateData() []byte { return v.p[cmData+64:] }
+func (v LAPView) PrivateData() []byte { return v.p[lapPrivateData : lapPrivateData+LAPPrivateDataSize] }
 
 // Decode copies every field into m without allocating.
 func (v LAPView) Decode(m *LAP) {
@@ -119,7 +165,21 @@ func (v LAPView) Decode(m *LAP) {
 // DecodeMessage returns a new *LAP holding v's fields.
 func (v LAPView) DecodeMessage() Message { m := new(LAP); v.Decode(m); return m }
 
-// APR is an AlternatePathResponse (table 116).
+// APR field offsets from the start of the MAD (IBTA vol. 1 §12.8.2,
+// table 116; kernel CM_APR_*).
+const (
+	aprLocalCommID  = cmData + 0  // 32 bits
+	aprRemoteCommID = cmData + 4  // 32 bits
+	aprInfoLength   = cmData + 8  // 8 bits
+	aprStatus       = cmData + 9  // 8 bits
+	aprReserved     = cmData + 10 // 16 bits
+	aprInfo         = cmData + 12 // APRInfoSize bytes
+	aprPrivateData  = cmData + 84 // APRPrivateDataSize bytes
+)
+
+// APR is an AlternatePathResponse (IBTA §12.8.2, table 116).
+// Field widths and meanings are those of the APRView accessors
+// of the same names.
 type APR struct {
 	Header
 	LocalCommID  uint32
@@ -149,11 +209,13 @@ func (m *APR) SetInfo(info []byte) error {
 
 func (m *APR) put(p *mad) {
 	m.Header.put(p, AttrAPR, MethodSend)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	put32(p, cmData+8, uint32(m.InfoLength)<<24|uint32(m.Status)<<16)
-	copy(p[cmData+12:], m.Info[:])
-	copy(p[cmData+84:], m.PrivateData[:])
+	put32(p, aprLocalCommID, m.LocalCommID)
+	put32(p, aprRemoteCommID, m.RemoteCommID)
+	p[aprInfoLength] = m.InfoLength
+	p[aprStatus] = byte(m.Status)
+	put16(p, aprReserved, 0)
+	copy(p[aprInfo:], m.Info[:])
+	copy(p[aprPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -177,25 +239,38 @@ type APRView struct{ p *mad }
 // ParseAPR validates b as an APR and returns a view of it.
 func ParseAPR(b []byte) (APRView, error) { p, err := parseAs(b, AttrAPR); return APRView{p}, err }
 
+// AttributeID returns AttrAPR.
 func (v APRView) AttributeID() AttributeID { return AttrAPR }
-func (v APRView) Header() HeaderView       { return headerOf(v.p) }
-func (v APRView) Bytes() []byte            { return v.p[:] }
-func (v APRView) LocalCommID() uint32      { return get32(v.p, cmData+0) }
-func (v APRView) RemoteCommID() uint32     { return get32(v.p, cmData+4) }
-func (v APRView) InfoLength() uint8        { return v.p[cmData+8] }
-func (v APRView) Status() APRStatus        { return APRStatus(v.p[cmData+9]) }
+
+// Header returns a view of the MAD common header.
+func (v APRView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v APRView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID.
+func (v APRView) LocalCommID() uint32 { return get32(v.p, aprLocalCommID) }
+
+// RemoteCommID is the 32-bit Local Communication ID of the LAP's sender.
+func (v APRView) RemoteCommID() uint32 { return get32(v.p, aprRemoteCommID) }
+
+// InfoLength is the 8-bit AdditionalInformationLength as sent.
+func (v APRView) InfoLength() uint8 { return v.p[aprInfoLength] }
+
+// Status is the 8-bit AP Status: the answer to the LAP.
+func (v APRView) Status() APRStatus { return APRStatus(v.p[aprStatus]) }
 
 // Info returns the first InfoLength bytes of the information field, at
 // most 72.
 func (v APRView) Info() []byte {
-	return v.p[cmData+12 : cmData+12+min(int(v.InfoLength()), APRInfoSize)]
+	return v.p[aprInfo : aprInfo+min(int(v.InfoLength()), APRInfoSize)]
 }
 
 // InfoField returns the whole 72-byte information field.
-func (v APRView) InfoField() []byte { return v.p[cmData+12 : cmData+12+APRInfoSize] }
+func (v APRView) InfoField() []byte { return v.p[aprInfo : aprInfo+APRInfoSize] }
 
 // PrivateData returns the 148-byte private data field (not a copy).
-func (v APRView) PrivateData() []byte { return v.p[cmData+84:] }
+func (v APRView) PrivateData() []byte { return v.p[aprPrivateData : aprPrivateData+APRPrivateDataSize] }
 
 // Decode copies every field into m without allocating.
 func (v APRView) Decode(m *APR) {

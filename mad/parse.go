@@ -78,18 +78,19 @@ func validate(b []byte) (*mad, AttributeID, error) {
 		return nil, 0, fmt.Errorf("CM MAD: %d bytes, need %d: %w", len(b), MADSize, ErrShortBuffer)
 	}
 	p := (*mad)(b[:MADSize])
-	attr := AttributeID(get16(p, 16))
+	h := headerOf(p)
+	attr := h.AttributeID()
 	switch {
-	case p[0] != BaseVersion:
-		return nil, 0, fmt.Errorf("CM MAD: base version %d: %w", p[0], ErrBadBaseVersion)
-	case p[1] != ClassCM:
-		return nil, 0, fmt.Errorf("CM MAD: class %#02x: %w", p[1], ErrWrongClass)
-	case p[2] != CMClassVersion:
-		return nil, 0, fmt.Errorf("CM MAD: class version %d: %w", p[2], ErrBadClassVersion)
+	case h.BaseVersion() != BaseVersion:
+		return nil, 0, fmt.Errorf("CM MAD: base version %d: %w", h.BaseVersion(), ErrBadBaseVersion)
+	case h.MgmtClass() != ClassCM:
+		return nil, 0, fmt.Errorf("CM MAD: class %#02x: %w", h.MgmtClass(), ErrWrongClass)
+	case h.ClassVersion() != CMClassVersion:
+		return nil, 0, fmt.Errorf("CM MAD: class version %d: %w", h.ClassVersion(), ErrBadClassVersion)
 	case !attr.Known():
 		return nil, 0, fmt.Errorf("CM MAD: %v: %w", attr, ErrUnknownAttribute)
 	}
-	method := Method(p[3])
+	method := h.Method()
 	if attr == AttrClassPortInfo {
 		if method != MethodGet && method != MethodSet && method != MethodGetResp {
 			return nil, 0, fmt.Errorf("CM MAD: ClassPortInfo with %v: %w", method, ErrBadMethod)
@@ -107,7 +108,7 @@ func validate(b []byte) (*mad, AttributeID, error) {
 		}
 	case AttrMRA:
 		if m := (MRAView{p}).MessageMRAed(); m > MRAedOther {
-			return nil, 0, &FieldError{Attr: AttrMRA, Field: "MessageMRAed", Offset: cmData + 8, Value: uint64(m), Err: ErrReservedValue}
+			return nil, 0, &FieldError{Attr: AttrMRA, Field: "MessageMRAed", Offset: mraMessageMRAed, Value: uint64(m), Err: ErrReservedValue}
 		}
 	}
 	return p, attr, nil
@@ -229,7 +230,8 @@ var definedBits = sync.OnceValue(func() map[AttributeID]*mad {
 		m.put(mask)
 		// Header bytes 0..3 and 16..17 are fixed values, not fields:
 		// they are checked by Parse, so count them as defined.
-		mask[0], mask[1], mask[2], mask[3], mask[16], mask[17] = 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+		mask[hdrBaseVersion], mask[hdrMgmtClass], mask[hdrClassVersion], mask[hdrMethod] = 0xff, 0xff, 0xff, 0xff
+		mask[hdrAttributeID], mask[hdrAttributeID+1] = 0xff, 0xff
 		masks[attr] = mask
 	}
 	return masks

@@ -48,6 +48,7 @@ import "fmt"
 //	35  IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED  none (ECE: rdma_reject_ece sends no ARI)
 type RejectReason uint16
 
+// Reject reasons; see the table on RejectReason for their ARI.
 const (
 	RejectNoQP                      RejectReason = 1
 	RejectNoEEC                     RejectReason = 2

@@ -2,7 +2,40 @@ package mad
 
 import "github.com/go-rdma/rdmacm/ece"
 
-// REP is a ConnectReply (IBTA 12.6.8, table 110).
+// REP field offsets from the start of the MAD (IBTA vol. 1 §12.6.8,
+// table 110; kernel CM_REP_*). Shift counts from the least significant
+// bit of the byte; Bits is the width.
+const (
+	repLocalCommID              = cmData + 0  // 32 bits
+	repRemoteCommID             = cmData + 4  // 32 bits
+	repLocalQKey                = cmData + 8  // 32 bits
+	repLocalQPN                 = cmData + 12 // 24 bits
+	repVendorIDHigh             = cmData + 15 // ECE vendor bits 23:16
+	repLocalEECN                = cmData + 16 // 24 bits
+	repVendorIDMid              = cmData + 19 // ECE vendor bits 15:8
+	repStartingPSN              = cmData + 20 // 24 bits
+	repVendorIDLow              = cmData + 23 // ECE vendor bits 7:0
+	repResponderResources       = cmData + 24 // 8 bits
+	repInitiatorDepth           = cmData + 25 // 8 bits
+	repTargetACKDelay           = cmData + 26
+	repTargetACKDelayShift      = 3
+	repTargetACKDelayBits       = timeoutBits
+	repFailoverAccepted         = cmData + 26
+	repFailoverAcceptedShift    = 1
+	repFailoverAcceptedBits     = 2
+	repEndToEndFlowControl      = cmData + 26
+	repEndToEndFlowControlShift = 0
+	repRNRRetryCount            = cmData + 27
+	repRNRRetryCountShift       = 5
+	repRNRRetryCountBits        = 3
+	repSRQ                      = cmData + 27
+	repSRQShift                 = 4
+	repLocalCAGUID              = cmData + 28 // 64 bits
+	repPrivateData              = cmData + 36 // REPPrivateDataSize bytes
+)
+
+// REP is a ConnectReply (IBTA §12.6.8, table 110). Field widths and
+// meanings are those of the REPView accessors of the same names.
 type REP struct {
 	Header
 	LocalCommID  uint32
@@ -41,13 +74,13 @@ func (m *REP) AttributeID() AttributeID { return AttrREP }
 
 func (m *REP) check() error {
 	c := widthChecker{attr: AttrREP}
-	c.check("LocalQPN", cmData+12, uint64(m.LocalQPN), 24)
-	c.check("VendorID", cmData+15, uint64(m.VendorID), 24)
-	c.check("LocalEECN", cmData+16, uint64(m.LocalEECN), 24)
-	c.check("StartingPSN", cmData+20, uint64(m.StartingPSN), 24)
-	c.check("TargetACKDelay", cmData+26, uint64(m.TargetACKDelay), 5)
-	c.check("FailoverAccepted", cmData+26, uint64(m.FailoverAccepted), 2)
-	c.check("RNRRetryCount", cmData+27, uint64(m.RNRRetryCount), 3)
+	c.check("LocalQPN", repLocalQPN, uint64(m.LocalQPN), uint24Bits)
+	c.check("VendorID", repVendorIDHigh, uint64(m.VendorID), uint24Bits)
+	c.check("LocalEECN", repLocalEECN, uint64(m.LocalEECN), uint24Bits)
+	c.check("StartingPSN", repStartingPSN, uint64(m.StartingPSN), uint24Bits)
+	c.check("TargetACKDelay", repTargetACKDelay, uint64(m.TargetACKDelay), repTargetACKDelayBits)
+	c.check("FailoverAccepted", repFailoverAccepted, uint64(m.FailoverAccepted), repFailoverAcceptedBits)
+	c.check("RNRRetryCount", repRNRRetryCount, uint64(m.RNRRetryCount), repRNRRetryCountBits)
 	return c.err
 }
 
@@ -55,21 +88,24 @@ func (m *REP) put(p *mad) {
 	clear(p[HeaderSize:])
 	m.Header.put(p, AttrREP, MethodSend)
 	h, mid, l := ece.SplitREP(m.VendorID)
-	put32(p, cmData+0, m.LocalCommID)
-	put32(p, cmData+4, m.RemoteCommID)
-	put32(p, cmData+8, m.LocalQKey)
-	put24(p, cmData+12, m.LocalQPN)
-	p[cmData+15] = h
-	put24(p, cmData+16, m.LocalEECN)
-	p[cmData+19] = mid
-	put24(p, cmData+20, m.StartingPSN)
-	p[cmData+23] = l
-	p[cmData+24] = m.ResponderResources
-	p[cmData+25] = m.InitiatorDepth
-	p[cmData+26] = (m.TargetACKDelay&0x1f)<<3 | byte(m.FailoverAccepted&3)<<1 | bit(m.EndToEndFlowControl)
-	p[cmData+27] = (m.RNRRetryCount&7)<<5 | bit(m.SRQ)<<4
-	put64(p, cmData+28, m.LocalCAGUID)
-	copy(p[cmData+36:], m.PrivateData[:])
+	put32(p, repLocalCommID, m.LocalCommID)
+	put32(p, repRemoteCommID, m.RemoteCommID)
+	put32(p, repLocalQKey, m.LocalQKey)
+	put24(p, repLocalQPN, m.LocalQPN)
+	p[repVendorIDHigh] = h
+	put24(p, repLocalEECN, m.LocalEECN)
+	p[repVendorIDMid] = mid
+	put24(p, repStartingPSN, m.StartingPSN)
+	p[repVendorIDLow] = l
+	p[repResponderResources] = m.ResponderResources
+	p[repInitiatorDepth] = m.InitiatorDepth
+	p[repTargetACKDelay] |= setBits(m.TargetACKDelay, repTargetACKDelayShift, repTargetACKDelayBits)
+	p[repFailoverAccepted] |= setBits(byte(m.FailoverAccepted), repFailoverAcceptedShift, repFailoverAcceptedBits)
+	p[repEndToEndFlowControl] |= setFlag(m.EndToEndFlowControl, repEndToEndFlowControlShift)
+	p[repRNRRetryCount] |= setBits(m.RNRRetryCount, repRNRRetryCountShift, repRNRRetryCountBits)
+	p[repSRQ] |= setFlag(m.SRQ, repSRQShift)
+	put64(p, repLocalCAGUID, m.LocalCAGUID)
+	copy(p[repPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -107,38 +143,81 @@ func ParseREP(b []byte) (REPView, error) {
 	return REPView{p}, err
 }
 
+// AttributeID returns AttrREP.
 func (v REPView) AttributeID() AttributeID { return AttrREP }
-func (v REPView) Header() HeaderView       { return headerOf(v.p) }
-func (v REPView) Bytes() []byte            { return v.p[:] }
-func (v REPView) LocalCommID() uint32      { return get32(v.p, cmData+0) }
-func (v REPView) RemoteCommID() uint32     { return get32(v.p, cmData+4) }
-func (v REPView) LocalQKey() uint32        { return get32(v.p, cmData+8) }
-func (v REPView) LocalQPN() uint32         { return get24(v.p, cmData+12) }
-func (v REPView) LocalEECN() uint32        { return get24(v.p, cmData+16) }
-func (v REPView) StartingPSN() uint32      { return get24(v.p, cmData+20) }
+
+// Header returns a view of the MAD common header.
+func (v REPView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v REPView) Bytes() []byte { return v.p[:] }
+
+// LocalCommID is the sender's 32-bit Local Communication ID.
+func (v REPView) LocalCommID() uint32 { return get32(v.p, repLocalCommID) }
+
+// RemoteCommID is the 32-bit Local Communication ID of the REQ's sender.
+func (v REPView) RemoteCommID() uint32 { return get32(v.p, repRemoteCommID) }
+
+// LocalQKey is the 32-bit Local Q_Key (RD only; Linux sends 0).
+func (v REPView) LocalQKey() uint32 { return get32(v.p, repLocalQKey) }
+
+// LocalQPN is the sender's 24-bit QP number.
+func (v REPView) LocalQPN() uint32 { return get24(v.p, repLocalQPN) }
+
+// LocalEECN is the 24-bit Local EE Context Number; for XRC Linux puts
+// the target QPN here.
+func (v REPView) LocalEECN() uint32 { return get24(v.p, repLocalEECN) }
+
+// StartingPSN is the sender's 24-bit starting packet sequence number.
+func (v REPView) StartingPSN() uint32 { return get24(v.p, repStartingPSN) }
 
 // VendorID joins the three vendor bytes as cm_format_rep_event does.
 func (v REPView) VendorID() uint32 {
-	return ece.JoinREP(v.p[cmData+15], v.p[cmData+19], v.p[cmData+23])
+	return ece.JoinREP(v.p[repVendorIDHigh], v.p[repVendorIDMid], v.p[repVendorIDLow])
 }
 
 // ECE returns the vendor ID and the AttributeModifier options.
 func (v REPView) ECE() ece.ECE {
-	return ece.ECE{VendorID: v.VendorID(), Options: get32(v.p, 20)}
+	return ece.ECE{VendorID: v.VendorID(), Options: v.Header().AttributeModifier()}
 }
-func (v REPView) ResponderResources() uint8 { return v.p[cmData+24] }
-func (v REPView) InitiatorDepth() uint8     { return v.p[cmData+25] }
-func (v REPView) TargetACKDelay() uint8     { return v.p[cmData+26] >> 3 }
+
+// ResponderResources is the 8-bit count of incoming RDMA reads and
+// atomics the sender accepts.
+func (v REPView) ResponderResources() uint8 { return v.p[repResponderResources] }
+
+// InitiatorDepth is the 8-bit count of outstanding RDMA reads and
+// atomics the sender issues.
+func (v REPView) InitiatorDepth() uint8 { return v.p[repInitiatorDepth] }
+
+// TargetACKDelay is the 5-bit Target ACK Delay of the sender's CA:
+// 4.096 µs × 2^n.
+func (v REPView) TargetACKDelay() uint8 {
+	return getBits(v.p[repTargetACKDelay], repTargetACKDelayShift, repTargetACKDelayBits)
+}
+
+// FailoverAccepted is the 2-bit answer to the REQ's alternate path.
 func (v REPView) FailoverAccepted() Failover {
-	return Failover(v.p[cmData+26] >> 1 & 3)
+	return Failover(getBits(v.p[repFailoverAccepted], repFailoverAcceptedShift, repFailoverAcceptedBits))
 }
-func (v REPView) EndToEndFlowControl() bool { return v.p[cmData+26]&1 != 0 }
-func (v REPView) RNRRetryCount() uint8      { return v.p[cmData+27] >> 5 }
-func (v REPView) SRQ() bool                 { return v.p[cmData+27]&0x10 != 0 }
-func (v REPView) LocalCAGUID() uint64       { return get64(v.p, cmData+28) }
+
+// EndToEndFlowControl is the 1-bit End-to-End Flow Control flag.
+func (v REPView) EndToEndFlowControl() bool {
+	return getFlag(v.p[repEndToEndFlowControl], repEndToEndFlowControlShift)
+}
+
+// RNRRetryCount is the 3-bit RNR NAK retry count; 7 means infinite.
+func (v REPView) RNRRetryCount() uint8 {
+	return getBits(v.p[repRNRRetryCount], repRNRRetryCountShift, repRNRRetryCountBits)
+}
+
+// SRQ is the 1-bit flag: the sender's QP uses a shared receive queue.
+func (v REPView) SRQ() bool { return getFlag(v.p[repSRQ], repSRQShift) }
+
+// LocalCAGUID is the sender's 64-bit CA GUID.
+func (v REPView) LocalCAGUID() uint64 { return get64(v.p, repLocalCAGUID) }
 
 // PrivateData returns the 196-byte private data field (not a copy).
-func (v REPView) PrivateData() []byte { return v.p[cmData+36 : cmData+36+REPPrivateDataSize] }
+func (v REPView) PrivateData() []byte { return v.p[repPrivateData : repPrivateData+REPPrivateDataSize] }
 
 // Decode copies every field into m without allocating.
 func (v REPView) Decode(m *REP) {

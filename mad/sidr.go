@@ -2,8 +2,20 @@ package mad
 
 import "github.com/go-rdma/rdmacm/ece"
 
-// SIDRREQ is a ServiceIDResolutionRequest (IBTA 12.11, table 119). It
-// carries no ECE.
+// SIDR_REQ field offsets from the start of the MAD (IBTA vol. 1
+// §12.11.1, table 119; kernel CM_SIDR_REQ_*).
+const (
+	sidrReqRequestID    = cmData + 0  // 32 bits
+	sidrReqPartitionKey = cmData + 4  // 16 bits
+	sidrReqReserved     = cmData + 6  // 16 bits
+	sidrReqServiceID    = cmData + 8  // 64 bits
+	sidrReqPrivateData  = cmData + 16 // SIDRREQPrivateDataSize bytes
+)
+
+// SIDRREQ is a ServiceIDResolutionRequest (IBTA §12.11.1, table 119).
+// It carries no ECE.
+// Field widths and meanings are those of the SIDRREQView accessors
+// of the same names.
 type SIDRREQ struct {
 	Header
 	RequestID    uint32
@@ -22,10 +34,11 @@ func (m *SIDRREQ) SetPrivateData(p []byte) error {
 
 func (m *SIDRREQ) put(p *mad) {
 	m.Header.put(p, AttrSIDRREQ, MethodSend)
-	put32(p, cmData+0, m.RequestID)
-	put32(p, cmData+4, uint32(m.PartitionKey)<<16)
-	put64(p, cmData+8, m.ServiceID)
-	copy(p[cmData+16:], m.PrivateData[:])
+	put32(p, sidrReqRequestID, m.RequestID)
+	put16(p, sidrReqPartitionKey, m.PartitionKey)
+	put16(p, sidrReqReserved, 0)
+	put64(p, sidrReqServiceID, m.ServiceID)
+	copy(p[sidrReqPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -52,15 +65,28 @@ func ParseSIDRREQ(b []byte) (SIDRREQView, error) {
 	return SIDRREQView{p}, err
 }
 
+// AttributeID returns AttrSIDRREQ.
 func (v SIDRREQView) AttributeID() AttributeID { return AttrSIDRREQ }
-func (v SIDRREQView) Header() HeaderView       { return headerOf(v.p) }
-func (v SIDRREQView) Bytes() []byte            { return v.p[:] }
-func (v SIDRREQView) RequestID() uint32        { return get32(v.p, cmData+0) }
-func (v SIDRREQView) PartitionKey() uint16     { return get16(v.p, cmData+4) }
-func (v SIDRREQView) ServiceID() uint64        { return get64(v.p, cmData+8) }
+
+// Header returns a view of the MAD common header.
+func (v SIDRREQView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v SIDRREQView) Bytes() []byte { return v.p[:] }
+
+// RequestID is the sender's 32-bit RequestID, echoed in the SIDR_REP.
+func (v SIDRREQView) RequestID() uint32 { return get32(v.p, sidrReqRequestID) }
+
+// PartitionKey is the 16-bit P_Key.
+func (v SIDRREQView) PartitionKey() uint16 { return get16(v.p, sidrReqPartitionKey) }
+
+// ServiceID is the 64-bit ServiceID to resolve.
+func (v SIDRREQView) ServiceID() uint64 { return get64(v.p, sidrReqServiceID) }
 
 // PrivateData returns the 216-byte private data field (not a copy).
-func (v SIDRREQView) PrivateData() []byte { return v.p[cmData+16:] }
+func (v SIDRREQView) PrivateData() []byte {
+	return v.p[sidrReqPrivateData : sidrReqPrivateData+SIDRREQPrivateDataSize]
+}
 
 // Decode copies every field into m without allocating.
 func (v SIDRREQView) Decode(m *SIDRREQ) {
@@ -74,7 +100,26 @@ func (v SIDRREQView) Decode(m *SIDRREQ) {
 // DecodeMessage returns a new *SIDRREQ holding v's fields.
 func (v SIDRREQView) DecodeMessage() Message { m := new(SIDRREQ); v.Decode(m); return m }
 
-// SIDRREP is a ServiceIDResolutionResponse (table 120).
+// SIDR_REP field offsets from the start of the MAD (IBTA vol. 1
+// §12.11.2, table 120; kernel CM_SIDR_REP_*).
+const (
+	sidrRepRequestID    = cmData + 0  // 32 bits
+	sidrRepStatus       = cmData + 4  // 8 bits
+	sidrRepInfoLength   = cmData + 5  // 8 bits
+	sidrRepVendorIDHigh = cmData + 6  // 16 bits, VENDOR_ID_H
+	sidrRepQPN          = cmData + 8  // 24 bits
+	sidrRepVendorIDLow  = cmData + 11 // 8 bits, VENDOR_ID_L
+	sidrRepServiceID    = cmData + 12 // 64 bits
+	sidrRepQKey         = cmData + 20 // 32 bits
+	sidrRepInfo         = cmData + 24 // SIDRREPInfoSize bytes
+	sidrRepPrivateData  = cmData + 96 // SIDRREPPrivateDataSize bytes
+	// sidrRepVendorIDBits is what Linux carries: vendor bits 15:0.
+	sidrRepVendorIDBits = 16
+)
+
+// SIDRREP is a ServiceIDResolutionResponse (IBTA §12.11.2, table 120).
+// Field widths and meanings are those of the SIDRREPView accessors
+// of the same names.
 type SIDRREP struct {
 	Header
 	RequestID uint32
@@ -120,24 +165,24 @@ func (m *SIDRREP) SetInfo(info []byte) error {
 
 func (m *SIDRREP) check() error {
 	c := widthChecker{attr: AttrSIDRREP}
-	c.check("VendorID", cmData+6, uint64(m.VendorID), 16)
-	c.check("QPN", cmData+8, uint64(m.QPN), 24)
+	c.check("VendorID", sidrRepVendorIDHigh, uint64(m.VendorID), sidrRepVendorIDBits)
+	c.check("QPN", sidrRepQPN, uint64(m.QPN), uint24Bits)
 	return c.err
 }
 
 func (m *SIDRREP) put(p *mad) {
 	m.Header.put(p, AttrSIDRREP, MethodSend)
 	hi, lo := ece.SplitSIDRREP(m.VendorID)
-	put32(p, cmData+0, m.RequestID)
-	p[cmData+4] = byte(m.Status)
-	p[cmData+5] = m.InfoLength
-	put16(p, cmData+6, hi)
-	put24(p, cmData+8, m.QPN)
-	p[cmData+11] = lo
-	put64(p, cmData+12, m.ServiceID)
-	put32(p, cmData+20, m.QKey)
-	copy(p[cmData+24:], m.Info[:])
-	copy(p[cmData+96:], m.PrivateData[:])
+	put32(p, sidrRepRequestID, m.RequestID)
+	p[sidrRepStatus] = byte(m.Status)
+	p[sidrRepInfoLength] = m.InfoLength
+	put16(p, sidrRepVendorIDHigh, hi)
+	put24(p, sidrRepQPN, m.QPN)
+	p[sidrRepVendorIDLow] = lo
+	put64(p, sidrRepServiceID, m.ServiceID)
+	put32(p, sidrRepQKey, m.QKey)
+	copy(p[sidrRepInfo:], m.Info[:])
+	copy(p[sidrRepPrivateData:], m.PrivateData[:])
 }
 
 // MarshalTo writes the 256-byte MAD into b and returns 256.
@@ -164,18 +209,29 @@ func ParseSIDRREP(b []byte) (SIDRREPView, error) {
 	return SIDRREPView{p}, err
 }
 
+// AttributeID returns AttrSIDRREP.
 func (v SIDRREPView) AttributeID() AttributeID { return AttrSIDRREP }
-func (v SIDRREPView) Header() HeaderView       { return headerOf(v.p) }
-func (v SIDRREPView) Bytes() []byte            { return v.p[:] }
-func (v SIDRREPView) RequestID() uint32        { return get32(v.p, cmData+0) }
-func (v SIDRREPView) Status() SIDRStatus       { return SIDRStatus(v.p[cmData+4]) }
-func (v SIDRREPView) InfoLength() uint8        { return v.p[cmData+5] }
+
+// Header returns a view of the MAD common header.
+func (v SIDRREPView) Header() HeaderView { return headerOf(v.p) }
+
+// Bytes returns the 256 bytes of the MAD (not a copy).
+func (v SIDRREPView) Bytes() []byte { return v.p[:] }
+
+// RequestID is the 32-bit RequestID of the SIDR_REQ answered.
+func (v SIDRREPView) RequestID() uint32 { return get32(v.p, sidrRepRequestID) }
+
+// Status is the 8-bit SIDR status.
+func (v SIDRREPView) Status() SIDRStatus { return SIDRStatus(v.p[sidrRepStatus]) }
+
+// InfoLength is the 8-bit AdditionalInformationLength as sent.
+func (v SIDRREPView) InfoLength() uint8 { return v.p[sidrRepInfoLength] }
 
 // VendorIDHigh is the raw 16-bit VENDOR_ID_H field (data 6..7).
-func (v SIDRREPView) VendorIDHigh() uint16 { return get16(v.p, cmData+6) }
+func (v SIDRREPView) VendorIDHigh() uint16 { return get16(v.p, sidrRepVendorIDHigh) }
 
 // VendorIDLow is the VENDOR_ID_L byte (data 11).
-func (v SIDRREPView) VendorIDLow() uint8 { return v.p[cmData+11] }
+func (v SIDRREPView) VendorIDLow() uint8 { return v.p[sidrRepVendorIDLow] }
 
 // VendorID joins the vendor fields as Linux writes them (bits 15:0;
 // ece.JoinSIDRREP). The top byte of VENDOR_ID_H (data 6), which Linux
@@ -187,23 +243,31 @@ func (v SIDRREPView) VendorID() uint32 {
 
 // ECE returns the vendor ID and the AttributeModifier options.
 func (v SIDRREPView) ECE() ece.ECE {
-	return ece.ECE{VendorID: v.VendorID(), Options: get32(v.p, 20)}
+	return ece.ECE{VendorID: v.VendorID(), Options: v.Header().AttributeModifier()}
 }
-func (v SIDRREPView) QPN() uint32       { return get24(v.p, cmData+8) }
-func (v SIDRREPView) ServiceID() uint64 { return get64(v.p, cmData+12) }
-func (v SIDRREPView) QKey() uint32      { return get32(v.p, cmData+20) }
+
+// QPN is the 24-bit QP number of the resolved service.
+func (v SIDRREPView) QPN() uint32 { return get24(v.p, sidrRepQPN) }
+
+// ServiceID is the 64-bit ServiceID of the SIDR_REQ answered.
+func (v SIDRREPView) ServiceID() uint64 { return get64(v.p, sidrRepServiceID) }
+
+// QKey is the 32-bit Q_Key of the resolved service's QP.
+func (v SIDRREPView) QKey() uint32 { return get32(v.p, sidrRepQKey) }
 
 // Info returns the first InfoLength bytes of the additional information
 // field, at most 72.
 func (v SIDRREPView) Info() []byte {
-	return v.p[cmData+24 : cmData+24+min(int(v.InfoLength()), SIDRREPInfoSize)]
+	return v.p[sidrRepInfo : sidrRepInfo+min(int(v.InfoLength()), SIDRREPInfoSize)]
 }
 
 // InfoField returns the whole 72-byte additional information field.
-func (v SIDRREPView) InfoField() []byte { return v.p[cmData+24 : cmData+24+SIDRREPInfoSize] }
+func (v SIDRREPView) InfoField() []byte { return v.p[sidrRepInfo : sidrRepInfo+SIDRREPInfoSize] }
 
 // PrivateData returns the 136-byte private data field (not a copy).
-func (v SIDRREPView) PrivateData() []byte { return v.p[cmData+96:] }
+func (v SIDRREPView) PrivateData() []byte {
+	return v.p[sidrRepPrivateData : sidrRepPrivateData+SIDRREPPrivateDataSize]
+}
 
 // Decode copies every field into m without allocating.
 func (v SIDRREPView) Decode(m *SIDRREP) {

@@ -6,8 +6,11 @@ import "time"
 // 2^x" for every 5-bit CM timeout field).
 const timeoutUnit = 4096 * time.Nanosecond
 
+// timeoutBits is the width of every CM timeout exponent.
+const timeoutBits = 5
+
 // MaxTimeout is the largest 5-bit timeout exponent.
-const MaxTimeout = 31
+const MaxTimeout = 1<<timeoutBits - 1
 
 // TimeoutDuration returns 4.096 µs × 2^n, with n clamped to 31.
 func TimeoutDuration(n uint8) time.Duration {

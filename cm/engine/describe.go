@@ -3,53 +3,7 @@ package engine
 import (
 	"fmt"
 	"strings"
-
-	"github.com/go-rdma/rdmacm/mad"
 )
-
-// DescribeMAD returns a one-line summary of a CM MAD for logs and test
-// transcripts: the message, its IDs and the fields that drive the state
-// machines.
-func DescribeMAD(b []byte) string {
-	v, err := mad.Parse(b)
-	if err != nil {
-		return "malformed: " + err.Error()
-	}
-	var s strings.Builder
-	s.WriteString(v.AttributeID().String())
-	switch v := v.(type) {
-	case mad.REQView:
-		fmt.Fprintf(&s, " lcid=%#08x sid=%#x qpn=%#x psn=%#x resp=%d/%d retries=%d plt+1=%d", v.LocalCommID(),
-			v.ServiceID(), v.LocalQPN(), v.StartingPSN(), v.LocalCMResponseTimeout(), v.RemoteCMResponseTimeout(),
-			v.MaxCMRetries(), v.Primary().LocalACKTimeout)
-		if e := v.ECE(); !e.IsZero() {
-			fmt.Fprintf(&s, " ece=%#x/%#x", e.VendorID, e.Options)
-		}
-	case mad.REPView:
-		fmt.Fprintf(&s, " lcid=%#08x rcid=%#08x qpn=%#x psn=%#x", v.LocalCommID(), v.RemoteCommID(), v.LocalQPN(), v.StartingPSN())
-		if e := v.ECE(); !e.IsZero() {
-			fmt.Fprintf(&s, " ece=%#x/%#x", e.VendorID, e.Options)
-		}
-	case mad.RTUView:
-		fmt.Fprintf(&s, " lcid=%#08x rcid=%#08x", v.LocalCommID(), v.RemoteCommID())
-	case mad.MRAView:
-		fmt.Fprintf(&s, " lcid=%#08x rcid=%#08x mraed=%v timeout=%d", v.LocalCommID(), v.RemoteCommID(), v.MessageMRAed(), v.ServiceTimeout())
-	case mad.REJView:
-		fmt.Fprintf(&s, " lcid=%#08x rcid=%#08x rejected=%v reason=%d", v.LocalCommID(), v.RemoteCommID(), v.MessageRejected(), v.Reason())
-		if n := len(v.ARI()); n > 0 {
-			fmt.Fprintf(&s, " ari=%x", v.ARI())
-		}
-	case mad.DREQView:
-		fmt.Fprintf(&s, " lcid=%#08x rcid=%#08x rqpn=%#x", v.LocalCommID(), v.RemoteCommID(), v.RemoteQPNEECN())
-	case mad.DREPView:
-		fmt.Fprintf(&s, " lcid=%#08x rcid=%#08x", v.LocalCommID(), v.RemoteCommID())
-	case mad.SIDRREQView:
-		fmt.Fprintf(&s, " reqid=%#08x sid=%#x", v.RequestID(), v.ServiceID())
-	case mad.SIDRREPView:
-		fmt.Fprintf(&s, " reqid=%#08x status=%v qpn=%#x qkey=%#x", v.RequestID(), v.Status(), v.QPN(), v.QKey())
-	}
-	return s.String()
-}
 
 func trimZeros(b []byte) []byte {
 	for len(b) > 0 && b[len(b)-1] == 0 {

@@ -36,7 +36,7 @@ func TestHandshakeAndTeardown(t *testing.T) {
 	if req.LocalCMResponseTimeout() != 20 || req.RemoteCMResponseTimeout() != 20 || req.MaxCMRetries() != 15 ||
 		p.LocalACKTimeout != 19 || p.LocalLID != 0xffff || p.RemoteLID != 0xffff || p.SubnetLocal ||
 		p.FlowLabel != 6553 || req.ServiceID() != mad.ServiceID(mad.PortSpaceTCP, testPort) || uint32(active) != req.LocalCommID() {
-		t.Errorf("REQ fields: %s primary %+v", engine.DescribeMAD(reqs[0].mad[:]), p)
+		t.Errorf("REQ fields: %s primary %+v", mad.Describe(reqs[0].mad[:]), p)
 	}
 	if got := req.Header().TransactionID(); got != engine.KernelTID(2, req.LocalCommID()) {
 		t.Errorf("REQ TID %#x", got)
@@ -44,7 +44,7 @@ func TestHandshakeAndTeardown(t *testing.T) {
 	rep, _ := mad.ParseREP(w.sentOf(mad.AttrREP, 0)[0].mad[:])
 	if rep.TargetACKDelay() != rxeACKDelay || rep.RemoteCommID() != uint32(active) || rep.LocalCommID() != uint32(passive) ||
 		rep.Header().TransactionID() != req.Header().TransactionID() {
-		t.Errorf("REP fields: %s", engine.DescribeMAD(rep.Bytes()))
+		t.Errorf("REP fields: %s", mad.Describe(rep.Bytes()))
 	}
 	// The passive event carries the IP header's addresses and the swapped
 	// resources.
@@ -78,7 +78,7 @@ func TestHandshakeAndTeardown(t *testing.T) {
 	}
 	dreq, _ := mad.ParseDREQ(w.sentOf(mad.AttrDREQ, start)[0].mad[:])
 	if dreq.RemoteQPNEECN() != 0x22 || dreq.Header().TransactionID() != req.Header().TransactionID() {
-		t.Errorf("DREQ %s tid %#x", engine.DescribeMAD(dreq.Bytes()), dreq.Header().TransactionID())
+		t.Errorf("DREQ %s tid %#x", mad.Describe(dreq.Bytes()), dreq.Header().TransactionID())
 	}
 	drep, _ := mad.ParseDREP(w.sentOf(mad.AttrDREP, start)[0].mad[:])
 	if drep.Header().TransactionID() != dreq.Header().TransactionID() {
@@ -184,7 +184,7 @@ func TestDuplicateREQGetsMRA(t *testing.T) {
 	}
 	m, _ := mad.ParseMRA(mras[0].mad[:])
 	if m.MessageMRAed() != mad.MRAedREQ || m.ServiceTimeout() != 24 || m.RemoteCommID() != uint32(id) || m.LocalCommID() != uint32(passive) {
-		t.Fatalf("MRA %s", engine.DescribeMAD(m.Bytes()))
+		t.Fatalf("MRA %s", mad.Describe(m.Bytes()))
 	}
 	mustState(t, a, id, engine.StateMRAREQRcvd)
 	if len(b.events) != 1 {
@@ -292,7 +292,7 @@ func TestNoListenerREJ8(t *testing.T) {
 	req, _ := mad.ParseREQ(w.sentOf(mad.AttrREQ, 0)[0].mad[:])
 	if r.Reason() != mad.RejectInvalidServiceID || r.MessageRejected() != mad.RejectedREQ || r.RemoteCommID() != uint32(id) ||
 		r.LocalCommID() != 0x15b3 || r.Header().TransactionID() != req.Header().TransactionID() {
-		t.Fatalf("REJ %s", engine.DescribeMAD(r.Bytes()))
+		t.Fatalf("REJ %s", mad.Describe(r.Bytes()))
 	}
 	if ev := a.lastEvent(t); ev.Type != engine.EventRejected || ev.Reason != mad.RejectInvalidServiceID {
 		t.Fatalf("a: %v", &ev)
@@ -323,7 +323,7 @@ func TestStaleConnectionREJ10(t *testing.T) {
 		t.Fatalf("REJs:\n%s", w.trace())
 	}
 	if r, _ := mad.ParseREJ(rejs[0].mad[:]); r.Reason() != mad.RejectStaleConn || r.MessageRejected() != mad.RejectedREQ || r.RemoteCommID() != uint32(id) {
-		t.Fatalf("REJ %s", engine.DescribeMAD(r.Bytes()))
+		t.Fatalf("REJ %s", mad.Describe(r.Bytes()))
 	}
 	mustState(t, a, id, engine.StateTimeWait)
 	dreqs := w.sentOf(mad.AttrDREQ, start)
@@ -438,7 +438,7 @@ func TestRejectECE(t *testing.T) {
 	w.run()
 	r, _ := mad.ParseREJ(w.sentOf(mad.AttrREJ, 0)[0].mad[:])
 	if r.Reason() != 35 || r.LocalCommID() != uint32(req.ID) || r.MessageRejected() != mad.RejectedREQ || r.ARILength() != 0 {
-		t.Fatalf("REJ %s", engine.DescribeMAD(r.Bytes()))
+		t.Fatalf("REJ %s", mad.Describe(r.Bytes()))
 	}
 	if ev := a.lastEvent(t); ev.Type != engine.EventRejected || ev.Reason != 35 || ev.ID != id {
 		t.Fatalf("a: %v", &ev)
@@ -465,7 +465,7 @@ func TestDestroyDuringREQSent(t *testing.T) {
 	w.run()
 	r, _ := mad.ParseREJ(w.sentOf(mad.AttrREJ, 0)[0].mad[:])
 	if r.Reason() != mad.RejectTimeout || r.MessageRejected() != mad.RejectedOther || !bytes.Equal(r.ARI(), beGUID(a.guid)) {
-		t.Fatalf("REJ %s", engine.DescribeMAD(r.Bytes()))
+		t.Fatalf("REJ %s", mad.Describe(r.Bytes()))
 	}
 	if ev := b.lastEvent(t); ev.Type != engine.EventRejected || ev.ID != passive || ev.Reason != mad.RejectTimeout {
 		t.Fatalf("b: %v", &ev)
@@ -721,7 +721,7 @@ func TestIPHeaderChecks(t *testing.T) {
 	w.run()
 	r, _ := mad.ParseREJ(w.sentOf(mad.AttrREJ, 0)[0].mad[:])
 	if r.Reason() != mad.RejectConsumerDefined || r.LocalCommID() != 0 || r.RemoteCommID() != uint32(id) {
-		t.Fatalf("REJ %s", engine.DescribeMAD(r.Bytes()))
+		t.Fatalf("REJ %s", mad.Describe(r.Bytes()))
 	}
 	p = w.connectParams(a, b)
 	p.Dst = netipAddr(p.Dst, a.ip) // addressed to another IP

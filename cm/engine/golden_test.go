@@ -211,7 +211,7 @@ func TestGoldenKernelExchange(t *testing.T) {
 				if string(sent[i]) == string(golden[i][:mad.MADSize]) {
 					continue
 				}
-				t.Errorf("MAD %d (%s) differs from the kernel's:\n%s", i, engine.DescribeMAD(golden[i]),
+				t.Errorf("MAD %d (%s) differs from the kernel's:\n%s", i, mad.Describe(golden[i]),
 					cmp.Diff(decodeAny(t, golden[i]), decodeAny(t, sent[i])))
 			}
 		})

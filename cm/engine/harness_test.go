@@ -58,7 +58,7 @@ func (s sent) attr() mad.AttributeID {
 }
 
 func (s sent) String() string {
-	return fmt.Sprintf("%s>%s %s", s.from.name, s.to.name, engine.DescribeMAD(s.mad[:]))
+	return fmt.Sprintf("%s>%s %s", s.from.name, s.to.name, mad.Describe(s.mad[:]))
 }
 
 func newNode(t *testing.T, name string, ip string, seed uint64, mod func(*engine.Config)) *node {

@@ -251,7 +251,7 @@ func saveCapture(t *testing.T, ctx context.Context, name string) func() {
 			return
 		}
 		for _, p := range pkts {
-			t.Logf("wire: %v>%v %s", netip.AddrFrom4(p.SrcIP), netip.AddrFrom4(p.DstIP), engine.DescribeMAD(p.MAD))
+			t.Logf("wire: %v>%v %s", netip.AddrFrom4(p.SrcIP), netip.AddrFrom4(p.DstIP), mad.Describe(p.MAD))
 		}
 	}
 }

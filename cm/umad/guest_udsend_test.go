@@ -18,6 +18,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -103,7 +104,7 @@ func TestGuestUDSendAgainstKernelCM(t *testing.T) {
 	local := netip.MustParseAddr(guest.Local().Addr).As4()
 	seen := map[string]int{}
 	for _, p := range pkts {
-		t.Logf("wire: %v>%v qp %d>%d %s", netip.AddrFrom4(p.SrcIP), netip.AddrFrom4(p.DstIP), p.SrcQP, p.DestQP, engine.DescribeMAD(p.MAD))
+		t.Logf("wire: %v>%v qp %d>%d %s", netip.AddrFrom4(p.SrcIP), netip.AddrFrom4(p.DstIP), p.SrcQP, p.DestQP, mad.Describe(p.MAD))
 		if p.SrcIP != local {
 			continue
 		}

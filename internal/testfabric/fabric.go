@@ -509,7 +509,7 @@ func (f *Fabric) send(i, j int, m *[mad.MADSize]byte) {
 	if l.Down || l.Loss > 0 && f.rng.Float64() < l.Loss {
 		f.Dropped++
 		if f.Trace != nil {
-			f.tracef("%s>%s %s LOST", f.Nodes[i].Name, f.Nodes[j].Name, engine.DescribeMAD(m[:]))
+			f.tracef("%s>%s %s LOST", f.Nodes[i].Name, f.Nodes[j].Name, mad.Describe(m[:]))
 		}
 		return
 	}
@@ -567,7 +567,7 @@ func (f *Fabric) deliver(p *packet) {
 	if to.Crashed || fate == Drop {
 		f.Dropped++
 		if f.Trace != nil {
-			f.tracef("%s>%s %s DROPPED", from.Name, to.Name, engine.DescribeMAD(p.mad[:]))
+			f.tracef("%s>%s %s DROPPED", from.Name, to.Name, mad.Describe(p.mad[:]))
 		}
 		return
 	}
@@ -582,7 +582,7 @@ func (f *Fabric) deliver(p *packet) {
 			if k == 1 || p.dup {
 				extra = " (duplicate)"
 			}
-			f.tracef("%s>%s %s%s", from.Name, to.Name, engine.DescribeMAD(p.mad[:]), extra)
+			f.tracef("%s>%s %s%s", from.Name, to.Name, mad.Describe(p.mad[:]), extra)
 		}
 		f.Delivered++
 		to.Engine.Receive(f.Now, engine.Addr{Port: 1, GID: from.GID, QPN: 1, HopLimit: 64}, p.mad[:])
