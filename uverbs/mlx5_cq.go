@@ -64,6 +64,8 @@ type mlx5CQ struct {
 	armSN     uint32
 	cqn       uint32
 	db        *[2]uint32
+	uidxKey   bool          // cqe_version 1: CQEs name their QP by user index
+	rsns      *mlx5RsnTable // the table that key looks up (uidx or qpns)
 }
 
 // mlx5 CQ creation state between cqData and newCQ.
@@ -81,7 +83,10 @@ func (p *mlx5Provider) cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err 
 	if ncqe > 1<<24 || ncqe < cqe+1 {
 		return nil, nil, 0, &OpError{Op: "create CQ", Device: p.x.dev.Name, Err: fmt.Errorf("%w: %d entries: %w", ErrInvalid, cqe, unix.EINVAL)}
 	}
-	c := &mlx5CQ{p: p, cq: cq}
+	c := &mlx5CQ{p: p, cq: cq, uidxKey: p.cqeVersion != 0, rsns: &p.qpns}
+	if c.uidxKey {
+		c.rsns = &p.uidx
+	}
 	c.mem, err = mmapAnon(ncqe * mlx5CQESize)
 	if err != nil {
 		return nil, nil, 0, opErr("create CQ buffer", p.x.dev.Name, err)
@@ -168,21 +173,79 @@ func (c *mlx5CQ) swCQE(n uint32) []byte {
 // poll is poll_cq: up to len(wc) CQEs; SET_CI is written on every call
 // (update_cons_index). It returns -1 (CQ_POLL_ERR) for a CQE naming an
 // unknown QP; that CQE is consumed, as in libmlx5.
+//
+// A successful requester CQE without scatter-to-CQE, the common case, is
+// parsed inline here; every other CQE goes through parse. As in
+// poll_cq, the QP found for one CQE is kept for the next (libmlx5's
+// cur_rsc, looked up again only when the CQE names another user index
+// or QP number). The send queue's tail that such CQEs advance is kept
+// in a local and stored once, before the next CQE parse handles, a
+// change of QP, or the return (all under the CQ lock, which
+// mlx5_wq_overflow's second look takes): an atomic store per CQE would
+// be a locked instruction (XCHG on amd64) where libmlx5 does a plain
+// store.
 func (c *mlx5CQ) poll(wc []WC) int {
+	var cur *mlx5QP // cur_rsc
+	var tail uint32 // cur.sq.tail to store, if pend
+	pend := false
+	buf, mask := c.buf, c.mask
+	ci := c.consIndex
 	n := 0
 	for n < len(wc) {
-		e := c.swCQE(c.consIndex)
-		if e == nil {
+		i := int(ci&mask) * mlx5CQESize
+		e := (*[mlx5CQESize]byte)(buf[i : i+mlx5CQESize])
+		own := e[cqeOpOwn]
+		if own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(mask+1) != 0) {
 			break
 		}
-		c.consIndex++
+		ci++
+		c.consIndex = ci
 		// Read the CQE only after the ownership check.
 		abi.UDMAFromDeviceBarrier()
-		if !c.parse(e, &wc[n]) {
+		own = e[cqeOpOwn]
+		if own>>4 == mlx5CQEReq && own&(mlx5InlineScatter32|mlx5InlineScatter64) == 0 {
+			sop := binary.BigEndian.Uint32(e[cqeSopDropQPN:])
+			key := sop & 0xffffff
+			if c.uidxKey {
+				key = binary.BigEndian.Uint32(e[cqeSRQNUIdx:]) & 0xffffff
+			}
+			if cur == nil || key != cur.rsn {
+				if pend {
+					cur.sq.tail.Store(tail)
+					pend = false
+				}
+				cur = c.rsns.find(key)
+				if cur == nil || cur.sq.wqeCnt == 0 {
+					c.updateCI()
+					return -1
+				}
+			}
+			sq := &cur.sq
+			idx := uint32(binary.BigEndian.Uint16(e[cqeWQECounter:])) & (sq.wqeCnt - 1)
+			r := &mlx5ReqWC[sop>>24]
+			w := &wc[n]
+			*w = WC{ID: sq.wrid[idx], QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
+			if r.len != 0 {
+				mlx5GoodReq(w, e[:])
+			}
+			tail, pend = sq.wqeHead[idx]+1, true
+			n++
+			continue
+		}
+		if pend {
+			cur.sq.tail.Store(tail)
+			pend = false
+		}
+		cur = nil
+		if !c.parse(e[:], &wc[n]) {
 			c.updateCI()
 			return -1
 		}
+		ci = c.consIndex
 		n++
+	}
+	if pend {
+		cur.sq.tail.Store(tail)
 	}
 	c.updateCI()
 	return n
@@ -278,30 +341,41 @@ func (c *mlx5CQ) cqeOff(e []byte) int {
 	return int(uintptr(unsafe.Pointer(unsafe.SliceData(e))) - uintptr(unsafe.Pointer(unsafe.SliceData(c.buf))))
 }
 
+// mlx5ReqWC is handle_good_req's result per MLX5_OPCODE_* of the CQE
+// (sop_drop_qpn >> 24): the completion opcode and flags, and the byte
+// count (mlx5ReqLenCQE: the CQE's byte_cnt). Opcodes it does not list
+// leave the WC as it is (opcode 0, no flags), as the switch in libmlx5
+// does. A table, not a switch: one load on the data path.
+var mlx5ReqWC = func() (t [256]struct {
+	op    WCOpcode
+	flags WCFlags
+	len   uint8
+}) {
+	t[mlx5OpcodeRDMAWriteImm].op, t[mlx5OpcodeRDMAWriteImm].flags = WCRDMAWrite, WCWithImm
+	t[mlx5OpcodeRDMAWrite].op = WCRDMAWrite
+	t[mlx5OpcodeSendImm].op, t[mlx5OpcodeSendImm].flags = WCSend, WCWithImm
+	t[mlx5OpcodeSend].op = WCSend
+	t[mlx5OpcodeSendInval].op = WCSend
+	t[mlx5OpcodeRDMARead].op, t[mlx5OpcodeRDMARead].len = WCRDMARead, mlx5ReqLenCQE
+	t[mlx5OpcodeAtomicCS].op, t[mlx5OpcodeAtomicCS].len = 3, 8 // IBV_WC_COMP_SWAP
+	t[mlx5OpcodeAtomicFA].op, t[mlx5OpcodeAtomicFA].len = 4, 8 // IBV_WC_FETCH_ADD
+	t[mlx5OpcodeTSO].op = 7                                    // IBV_WC_TSO
+	return t
+}()
+
+const mlx5ReqLenCQE = 0xff
+
 // mlx5GoodReq is handle_good_req for the opcodes this package posts.
 func mlx5GoodReq(w *WC, e []byte) {
-	switch be32(e, cqeSopDropQPN) >> 24 {
-	case mlx5OpcodeRDMAWriteImm:
-		w.Flags |= WCWithImm
-		w.Opcode = WCRDMAWrite
-	case mlx5OpcodeRDMAWrite:
-		w.Opcode = WCRDMAWrite
-	case mlx5OpcodeSendImm:
-		w.Flags |= WCWithImm
-		w.Opcode = WCSend
-	case mlx5OpcodeSend, mlx5OpcodeSendInval:
-		w.Opcode = WCSend
-	case mlx5OpcodeRDMARead:
-		w.Opcode = WCRDMARead
+	r := &mlx5ReqWC[e[cqeSopDropQPN]]
+	w.Opcode = r.op
+	w.Flags |= r.flags
+	switch r.len {
+	case 0:
+	case mlx5ReqLenCQE:
 		w.ByteLen = be32(e, cqeByteCnt)
-	case mlx5OpcodeAtomicCS:
-		w.Opcode = 3 // IBV_WC_COMP_SWAP
-		w.ByteLen = 8
-	case mlx5OpcodeAtomicFA:
-		w.Opcode = 4 // IBV_WC_FETCH_ADD
-		w.ByteLen = 8
-	case mlx5OpcodeTSO:
-		w.Opcode = 7 // IBV_WC_TSO
+	default:
+		w.ByteLen = uint32(r.len)
 	}
 }
 

@@ -444,11 +444,13 @@ func (m *mlx5QP) overflow(wq *mlx5WQ, nreq uint32, cq *CQ) bool {
 	if wq.head-wq.tail.Load()+nreq < wq.maxPost {
 		return false
 	}
-	if cq != nil {
-		cq.mu.Lock()
-		defer cq.mu.Unlock()
+	if cq == nil {
+		return wq.head-wq.tail.Load()+nreq >= wq.maxPost
 	}
-	return wq.head-wq.tail.Load()+nreq >= wq.maxPost
+	cq.mu.Lock()
+	full := wq.head-wq.tail.Load()+nreq >= wq.maxPost
+	cq.mu.Unlock()
+	return full
 }
 
 // sendErr builds the error of WR i (bad_wr), wrapping the errno libmlx5
@@ -463,12 +465,27 @@ func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], 
 
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
 // RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD.
+//
+// The loop keeps what does not change per WR in locals (the QP's
+// fields would otherwise be reloaded after every store through a
+// pointer), writes each WQEBB's segments through one bounds-checked
+// *[64]byte (binary.BigEndian on constant offsets: a BSWAP and a store,
+// no further check) and takes the overflow check's CQ lock only when
+// the lock-free test fails, as mlx5_wq_overflow does.
 func (m *mlx5QP) postSend(wrs []SendWR) error {
 	m.sqMu.Lock()
+	// Deferred: a bad SGE address near 0 faults as a recoverable panic,
+	// which must not leave the send queue locked.
 	defer m.sqMu.Unlock()
 	sq := &m.sq
 	buf := m.sqBuf
 	qend := len(buf)
+	mask := sq.wqeCnt - 1
+	head, maxPost, maxGS := sq.head, sq.maxPost, sq.stateMaxGS
+	curPost := sq.curPost
+	qpnDS := m.qpn << 8
+	typ := m.typ
+	sigBits := m.signalBits
 	nextFence := m.fmCache
 	ctrl, size := -1, 0
 	inl := false
@@ -476,79 +493,91 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	nreq := 0
 	for ; nreq < len(wrs); nreq++ {
 		wr := &wrs[nreq]
-		if int(wr.Opcode) >= len(mlx5IBOpcode) {
+		op := wr.Opcode
+		if uint(op) >= uint(len(mlx5IBOpcode)) {
 			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, fmt.Sprintf("bad opcode %d", wr.Opcode))
 			break
 		}
-		if m.overflow(sq, uint32(nreq), m.q.sendCQ) {
+		if head-sq.tail.Load()+uint32(nreq) >= maxPost && m.overflow(sq, uint32(nreq), m.q.sendCQ) {
 			err = m.sendErr(nreq, len(wrs), ErrQueueFull, unix.ENOMEM, "work queue overflow")
 			break
 		}
-		inlData := wr.Flags&SendInline != 0 && wr.InlineData != nil
+		flags := wr.Flags
+		inlData := flags&SendInline != 0 && wr.InlineData != nil
 		nsge := len(wr.SGEs)
 		if inlData {
 			nsge = 1
 		}
-		if nsge > sq.stateMaxGS {
-			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(sq.stateMaxGS, 0)))
+		if nsge > maxGS {
+			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(maxGS, 0)))
 			break
 		}
-		if m.typ == qp.UD && wr.AH == nil {
+		if typ == qp.UD && wr.AH == nil {
 			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, "UD send without an AH")
 			break
 		}
-		fence := nextFence
-		if wr.Flags&SendFence != 0 {
-			fence = mlx5WQECtrlFence
+		fm := sigBits | nextFence
+		if flags&SendFence != 0 {
+			fm = sigBits | mlx5WQECtrlFence
 		}
 		nextFence = 0
-		idx := sq.curPost & (sq.wqeCnt - 1)
-		ctrl = int(idx) << mlx5SendWQEShift
-		seg := ctrl
-		putBE32(buf, ctrl+8, 0) // *(uint32_t *)(seg + 8) = 0
-		var imm uint32
-		if wr.Opcode == OpSendWithImm || wr.Opcode == OpRDMAWriteWithImm {
-			imm = wr.Imm
-		}
-		putBE32(buf, ctrl+12, imm)
-		fm := m.signalBits | fence
-		if wr.Flags&SendSignaled != 0 {
+		if flags&SendSignaled != 0 {
 			fm |= mlx5WQECtrlCQUpdate
 		}
-		if wr.Flags&SendSolicited != 0 {
+		if flags&SendSolicited != 0 {
 			fm |= mlx5WQECtrlSolicited
 		}
-		buf[ctrl+11] = fm
 		if mlx5Mutant == mutantSegmentByte {
-			buf[ctrl+11] ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
+			fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
 		}
-		seg += mlx5CtrlSize
+		idx := curPost & mask
+		ctrl = int(idx) << mlx5SendWQEShift
+		// The ctrl segment and what follows it in the first WQEBB (remote
+		// address or datagram segment, and the first data segment).
+		w := (*[mlx5SendWQEBB]byte)(buf[ctrl : ctrl+mlx5SendWQEBB])
+		var imm uint32
+		if op == OpSendWithImm || op == OpRDMAWriteWithImm {
+			imm = wr.Imm
+		}
+		binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
+		binary.BigEndian.PutUint32(w[12:], imm)
+		seg := ctrl + mlx5CtrlSize
 		size = mlx5CtrlSize / 16
 		sq.wrData[idx] = 0
-		switch m.typ {
+		switch typ {
 		case qp.RC, qp.UC:
-			if wr.Opcode == OpRDMAWrite || wr.Opcode == OpRDMAWriteWithImm || (m.typ == qp.RC && wr.Opcode == OpRDMARead) {
-				putBE64(buf, seg, wr.RemoteAddr)
-				putBE32(buf, seg+8, wr.RKey)
-				putBE32(buf, seg+12, 0)
+			if op == OpRDMAWrite || op == OpRDMAWriteWithImm || (typ == qp.RC && op == OpRDMARead) {
+				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr)
+				binary.BigEndian.PutUint32(w[24:], wr.RKey)
+				binary.BigEndian.PutUint32(w[28:], 0)
 				seg += mlx5RaddrSize
 				size += mlx5RaddrSize / 16
 			}
 		case qp.UD:
-			av := m.p.av(wr.AH.num)
-			if av != nil {
-				copy(buf[seg:seg+mlx5DatagramSize], av[:])
+			if av := m.p.av(wr.AH.num); av != nil {
+				copy(w[16:16+mlx5DatagramSize], av[:])
 			}
-			putBE32(buf, seg+8, wr.RemoteQPN|mlx5ExtendedUDAV)
-			putBE32(buf, seg, wr.RemoteQKey)
+			binary.BigEndian.PutUint32(w[16+8:], wr.RemoteQPN|mlx5ExtendedUDAV)
+			binary.BigEndian.PutUint32(w[16:], wr.RemoteQKey)
 			seg += mlx5DatagramSize
 			size += mlx5DatagramSize / 16
 			if seg == qend {
 				seg = 0
 			}
 		}
-		if wr.Flags&SendInline != 0 && nsge > 0 {
-			sz, ok := m.setDataInlSeg(wr, inlData, seg)
+		if flags&SendInline != 0 && nsge > 0 {
+			var sz int
+			ok := true
+			if !inlData && nsge == 1 && int(wr.SGEs[0].Length) <= m.maxInline && seg+4+int(wr.SGEs[0].Length) <= qend {
+				// set_data_inl_seg for one SGE that does not wrap, in line.
+				if l := int(wr.SGEs[0].Length); l != 0 {
+					copy(buf[seg+4:seg+4+l], memAt(wr.SGEs[0].Addr, l))
+					binary.BigEndian.PutUint32(buf[seg:seg+4], uint32(l)|mlx5InlineSeg)
+					sz = (l + 4 + 15) / 16
+				}
+			} else {
+				sz, ok = m.setDataInlSeg(wr, inlData, seg)
+			}
 			if !ok {
 				err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.ENOMEM, fmt.Sprintf("inline data over %d bytes", m.maxInline))
 				break
@@ -563,20 +592,22 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 					d = 0
 				}
 				if s.Length != 0 {
-					putBE32(buf, d, s.Length)
-					putBE32(buf, d+4, s.LKey)
-					putBE64(buf, d+8, s.Addr)
+					ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize])
+					binary.BigEndian.PutUint32(ds[0:], s.Length)
+					binary.BigEndian.PutUint32(ds[4:], s.LKey)
+					binary.BigEndian.PutUint64(ds[8:], s.Addr)
 					d += mlx5DataSegSize
 					size += mlx5DataSegSize / 16
 				}
 			}
 		}
-		putBE32(buf, ctrl, (sq.curPost&0xffff)<<8|mlx5IBOpcode[wr.Opcode])
-		putBE32(buf, ctrl+4, uint32(size)|m.q.num<<8)
+		binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
+		binary.BigEndian.PutUint32(w[4:], uint32(size)|qpnDS)
 		sq.wrid[idx] = wr.ID
-		sq.wqeHead[idx] = sq.head + uint32(nreq)
-		sq.curPost += uint32((size*16 + mlx5SendWQEBB - 1) / mlx5SendWQEBB)
+		sq.wqeHead[idx] = head + uint32(nreq)
+		curPost += uint32((size*16 + mlx5SendWQEBB - 1) / mlx5SendWQEBB)
 	}
+	sq.curPost = curPost
 	m.fmCache = nextFence
 	m.ringSend(uint32(nreq), inl, size, ctrl)
 	return err

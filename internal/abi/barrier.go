@@ -10,7 +10,10 @@ package abi
 // against DMA. Each exported function is a small Go wrapper around an
 // unexported assembly function: the wrapper reports the fence to the
 // test hook (SetBarrierHook, one atomic load and a branch when none is
-// installed) and then calls the assembly. A call to an assembly function
+// installed) and then calls the assembly. The wrappers are written to fit
+// the inliner's budget (UDMAFromDeviceBarrier and MMIOFlushWrites cost 79
+// of 80: one call site, a function value chosen by the hook check), so
+// the data path pays one call per barrier, not two. A call to an assembly function
 // is opaque to the compiler, which therefore keeps every load and store
 // on its side of it (asm volatile "memory"), also when the wrapper is
 // inlined into its caller. The instruction names the hook receives are
@@ -22,8 +25,8 @@ package abi
 // FENCE OW,OW.
 func UDMAToDeviceBarrier() {
 	if instrToDevice != "" { // constant: no hook call where no instruction is emitted
-		if h := barrierHook.Load(); h != nil {
-			h.f(instrToDevice)
+		if barrierHook.Load() != nil {
+			callBarrierHook(instrToDevice)
 		}
 	}
 	udmaToDeviceBarrier()
@@ -34,10 +37,11 @@ func UDMAToDeviceBarrier() {
 // before it. amd64: LFENCE; arm64: DSB LD; ppc64: LWSYNC; riscv64: FENCE
 // IR,IR.
 func UDMAFromDeviceBarrier() {
-	if h := barrierHook.Load(); h != nil {
-		h.f(instrFromDevice)
+	f := udmaFromDeviceBarrier
+	if barrierHook.Load() != nil {
+		f = hookedFromDevice
 	}
-	udmaFromDeviceBarrier()
+	f()
 }
 
 // MMIOFlushWrites is mmio_flush_writes() (and mmio_wc_start(), the same
@@ -45,10 +49,11 @@ func UDMAFromDeviceBarrier() {
 // UAR doorbells). amd64: SFENCE; arm64: DSB ST; ppc64: SYNC; riscv64:
 // FENCE OW,OW.
 func MMIOFlushWrites() {
-	if h := barrierHook.Load(); h != nil {
-		h.f(instrFlush)
+	f := mmioFlushWrites
+	if barrierHook.Load() != nil {
+		f = hookedFlush
 	}
-	mmioFlushWrites()
+	f()
 }
 
 // The assembly (barrier_$GOARCH.s).
@@ -61,3 +66,15 @@ func udmaFromDeviceBarrier()
 
 //go:noescape
 func mmioFlushWrites()
+
+// hookedFromDevice and hookedFlush are the barriers with a hook
+// installed: the hook first, then the fence.
+func hookedFromDevice() {
+	callBarrierHook(instrFromDevice)
+	udmaFromDeviceBarrier()
+}
+
+func hookedFlush() {
+	callBarrierHook(instrFlush)
+	mmioFlushWrites()
+}

@@ -42,24 +42,24 @@ func fallbackInstr() string {
 
 // UDMAToDeviceBarrier is udma_to_device_barrier() (see barrier.go).
 func UDMAToDeviceBarrier() {
-	if h := barrierHook.Load(); h != nil {
-		h.f(fallbackInstr())
+	if barrierHook.Load() != nil {
+		callBarrierHook(fallbackInstr())
 	}
 	barrierWord.Add(1)
 }
 
 // UDMAFromDeviceBarrier is udma_from_device_barrier() (see barrier.go).
 func UDMAFromDeviceBarrier() {
-	if h := barrierHook.Load(); h != nil {
-		h.f(fallbackInstr())
+	if barrierHook.Load() != nil {
+		callBarrierHook(fallbackInstr())
 	}
 	barrierWord.Add(1)
 }
 
 // MMIOFlushWrites is mmio_flush_writes() (see barrier.go).
 func MMIOFlushWrites() {
-	if h := barrierHook.Load(); h != nil {
-		h.f(fallbackInstr())
+	if barrierHook.Load() != nil {
+		callBarrierHook(fallbackInstr())
 	}
 	barrierWord.Add(1)
 }
