@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // backend is the small surface a connection manager implementation
@@ -18,8 +19,8 @@ import (
 // (never 0: the kernel drops events of an ID whose uid is 0). Errors are
 // errnos (unix.Errno) or wrap them; the caller adds context.
 type backend interface {
-	name() string
-	createID(uid uint64, ps PortSpace, t qp.QPType) (handle uint32, err error)
+	name() Backend
+	createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (handle uint32, err error)
 	// destroyID returns how many events of the ID were handed out.
 	destroyID(h uint32) (eventsReported uint32, err error)
 	bind(h uint32, addr netip.AddrPort) error
@@ -27,7 +28,7 @@ type backend interface {
 	resolveAddr(h uint32, src, dst netip.AddrPort, timeout time.Duration) error
 	resolveRoute(h uint32, timeout time.Duration) error
 	queryAddr(h uint32) (AddrInfo, error)
-	queryPath(h uint32) ([]PathRecord, error)
+	queryPath(h uint32) ([]rdma.PathRecord, error)
 	listen(h uint32, backlog int) error
 	connect(h uint32, p *ConnParam, e ece.ECE) error
 	// accept with p == nil completes the active side (sends the RTU).
@@ -62,28 +63,11 @@ type rawEvent struct {
 type AddrInfo struct {
 	Src, Dst netip.AddrPort
 	// NodeGUID is the device's node GUID, network byte order.
-	NodeGUID [8]byte
+	NodeGUID rdma.GUID
 	// DeviceIndex is the kernel's RDMA device index (netlink
 	// RDMA_NLDEV_ATTR_DEV_INDEX); valid when HasDevice.
 	DeviceIndex uint32
 	HasDevice   bool
 	Port        uint8
 	PKey        uint16
-}
-
-// PathRecord is the part of an SA PathRecord (IBTA vol. 1 §15.2.5.16)
-// the route carries.
-type PathRecord struct {
-	DGID, SGID     [16]byte
-	DLID, SLID     uint16
-	FlowLabel      uint32
-	HopLimit       uint8
-	TrafficClass   uint8
-	Reversible     bool
-	PKey           uint16
-	SL             uint8
-	MTU            qp.MTU
-	Rate           uint8
-	PacketLifeTime uint8
-	Flags          uint32
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // BenchmarkEventPath measures the channel's per-event cost with the
@@ -13,7 +14,7 @@ func BenchmarkEventPath(b *testing.B) {
 	f := newFake()
 	c := newChannel(f)
 	defer c.Close()
-	id, _ := c.CreateID(PortSpaceTCP, nil)
+	id, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	ctx := context.Background()
 	pd := make([]byte, 196)
 	b.ReportAllocs()
@@ -33,7 +34,7 @@ func BenchmarkSyncCompletion(b *testing.B) {
 	f := newFake()
 	c := newChannel(f)
 	defer c.Close()
-	id, _ := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id, _ := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

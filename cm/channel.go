@@ -9,18 +9,29 @@ import (
 	"sync"
 )
 
-// Backend names for Open.
+// Backend selects the CM implementation behind a Channel.
+type Backend string
+
+// The backends. The zero value means BackendAuto.
 const (
-	BackendKernel = "kernel" // the kernel rdma_cm through /dev/infiniband/rdma_cm
-	BackendUser   = "user"   // the user-space CM engine (cm/engine) over umad
-	BackendAuto   = "auto"   // kernel where rdma_ucm is loaded, else user, else kernel
+	BackendAuto   Backend = "auto"   // kernel where rdma_ucm is loaded, else user, else kernel
+	BackendKernel Backend = "kernel" // the kernel rdma_cm through /dev/infiniband/rdma_cm
+	BackendUser   Backend = "user"   // the user-space CM engine (cm/engine) over umad
 )
+
+// String returns "auto", "kernel" or "user" ("auto" for the zero value).
+func (b Backend) String() string {
+	if b == "" {
+		return string(BackendAuto)
+	}
+	return string(b)
+}
 
 // Options configure Open.
 type Options struct {
 	// Backend is BackendKernel, BackendUser or BackendAuto ("" means
 	// auto).
-	Backend string
+	Backend Backend
 	// Trace, when set, receives every CM MAD the user backend sends or
 	// receives as a pcap file (Ethernet RoCEv2 frames: IPv4, UDP 4791,
 	// BTH, DETH, MAD, ICRC), readable by tshark and cmdump. The kernel
@@ -96,8 +107,8 @@ func newChannel(b backend) *Channel {
 	}
 }
 
-// Backend names the backend in use ("kernel" or "user").
-func (c *Channel) Backend() string { return c.b.name() }
+// Backend returns the backend in use, BackendKernel or BackendUser.
+func (c *Channel) Backend() Backend { return c.b.name() }
 
 // Close destroys every ID of the channel and interrupts all waiters.
 // Events not yet acknowledged stay readable as values but their IDs are

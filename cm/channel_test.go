@@ -13,6 +13,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // fakeBackend is an in-memory backend: commands are recorded, events are
@@ -47,8 +48,8 @@ func (f *fakeBackend) rec(c string) error {
 	return f.failOn[c]
 }
 
-func (f *fakeBackend) name() string { return "fake" }
-func (f *fakeBackend) createID(uid uint64, ps PortSpace, t qp.QPType) (uint32, error) {
+func (f *fakeBackend) name() Backend { return "fake" }
+func (f *fakeBackend) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, error) {
 	if err := f.rec("createID"); err != nil {
 		return 0, err
 	}
@@ -64,10 +65,10 @@ func (f *fakeBackend) bind(h uint32, a netip.AddrPort) error {
 func (f *fakeBackend) resolveAddr(h uint32, s, d netip.AddrPort, t time.Duration) error {
 	return f.rec("resolveAddr")
 }
-func (f *fakeBackend) resolveRoute(h uint32, t time.Duration) error { return f.rec("resolveRoute") }
-func (f *fakeBackend) queryAddr(h uint32) (AddrInfo, error)         { return AddrInfo{}, f.rec("queryAddr") }
-func (f *fakeBackend) queryPath(h uint32) ([]PathRecord, error)     { return nil, f.rec("queryPath") }
-func (f *fakeBackend) listen(h uint32, b int) error                 { return f.rec("listen") }
+func (f *fakeBackend) resolveRoute(h uint32, t time.Duration) error  { return f.rec("resolveRoute") }
+func (f *fakeBackend) queryAddr(h uint32) (AddrInfo, error)          { return AddrInfo{}, f.rec("queryAddr") }
+func (f *fakeBackend) queryPath(h uint32) ([]rdma.PathRecord, error) { return nil, f.rec("queryPath") }
+func (f *fakeBackend) listen(h uint32, b int) error                  { return f.rec("listen") }
 func (f *fakeBackend) connect(h uint32, p *ConnParam, e ece.ECE) error {
 	f.mu.Lock()
 	f.connects = append(f.connects, e)
@@ -132,7 +133,7 @@ func TestSyncActiveFlow(t *testing.T) {
 	c := newChannel(f)
 	defer c.Close()
 	ctx := testCtx(t)
-	id, err := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id, err := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestSyncResolveErrors(t *testing.T) {
 	} {
 		f := newFake()
 		c := newChannel(f)
-		id, _ := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+		id, _ := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 		go f.push(rawEvent{uid: id.uid, typ: EventAddrError, status: tc.status})
 		err := id.ResolveAddr(testCtx(t), netip.AddrPort{}, netip.MustParseAddrPort("192.0.2.2:1"), 0)
 		if !errors.Is(err, tc.want) || !errors.Is(err, unix.Errno(-tc.status)) {
@@ -219,7 +220,7 @@ func TestSyncConnectRejected(t *testing.T) {
 	f := newFake()
 	c := newChannel(f)
 	defer c.Close()
-	id, _ := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id, _ := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	id.st.state = StateRouteResolved
 	go f.push(rawEvent{uid: id.uid, typ: EventRejected, status: 35, conn: ConnParam{PrivateData: []byte("no")}})
 	err := id.Connect(testCtx(t), nil)
@@ -240,7 +241,7 @@ func TestAsyncPassiveFlow(t *testing.T) {
 	c := newChannel(f)
 	defer c.Close()
 	ctx := testCtx(t)
-	l, _ := c.CreateID(PortSpaceTCP, nil)
+	l, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	if err := l.Bind(netip.MustParseAddrPort("0.0.0.0:7174")); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestRejectECE(t *testing.T) {
 	f := newFake()
 	c := newChannel(f)
 	defer c.Close()
-	l, _ := c.CreateID(PortSpaceTCP, nil)
+	l, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	l.Listen(0)
 	f.push(rawEvent{uid: l.uid, handle: 5, typ: EventConnectRequest, ece: mlx})
 	ev, _ := c.GetEvent(testCtx(t))
@@ -339,7 +340,7 @@ func TestFailedCommandRestoresState(t *testing.T) {
 	f := newFake()
 	c := newChannel(f)
 	defer c.Close()
-	id, _ := c.CreateID(PortSpaceTCP, nil)
+	id, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	id.st.state = StateRouteResolved
 	f.failOn["connect"] = unix.ENODEV
 	err := id.Connect(testCtx(t), nil)
@@ -357,7 +358,7 @@ func TestFailedCommandRestoresState(t *testing.T) {
 func TestCloseInterruptsWaiters(t *testing.T) {
 	f := newFake()
 	c := newChannel(f)
-	sid, _ := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	sid, _ := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	errs := make(chan error, 3)
 	go func() { _, err := c.GetEvent(context.Background()); errs <- err }()
 	go func() { _, err := c.GetEvent(context.Background()); errs <- err }()
@@ -374,7 +375,7 @@ func TestCloseInterruptsWaiters(t *testing.T) {
 			t.Fatal("Close did not interrupt a waiter")
 		}
 	}
-	if _, err := c.CreateID(PortSpaceTCP, nil); !errors.Is(err, ErrClosed) {
+	if _, err := c.CreateID(rdma.PortSpaceTCP, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("CreateID after Close: %v", err)
 	}
 	if err := sid.SetLocalECE(mlx); !errors.Is(err, ErrClosed) {
@@ -393,7 +394,7 @@ func TestGetEventContext(t *testing.T) {
 		t.Fatalf("GetEvent past deadline: %v", err)
 	}
 	// A second waiter takes over reading after the first one left.
-	id, _ := c.CreateID(PortSpaceTCP, nil)
+	id, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	go func() {
 		time.Sleep(10 * time.Millisecond)
 		f.push(rawEvent{uid: id.uid, typ: EventTimewaitExit})
@@ -411,8 +412,8 @@ func TestSyncAndAsyncDemux(t *testing.T) {
 	c := newChannel(f)
 	defer c.Close()
 	ctx := testCtx(t)
-	sid, _ := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
-	aid, _ := c.CreateID(PortSpaceTCP, nil)
+	sid, _ := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
+	aid, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	f.push(rawEvent{uid: sid.uid, typ: EventTimewaitExit})
 	f.push(rawEvent{uid: aid.uid, typ: EventAddrChange})
 	ev, err := c.GetEvent(ctx)
@@ -433,9 +434,9 @@ func TestDestroyListenerReapsPendingRequests(t *testing.T) {
 	f := newFake()
 	c := newChannel(f)
 	defer c.Close()
-	l, _ := c.CreateID(PortSpaceTCP, nil)
+	l, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	l.Listen(0)
-	other, _ := c.CreateID(PortSpaceTCP, nil)
+	other, _ := c.CreateID(rdma.PortSpaceTCP, nil)
 	f.push(rawEvent{uid: l.uid, handle: 50, typ: EventConnectRequest})
 	f.push(rawEvent{uid: other.uid, typ: EventAddrChange})
 	ev, _ := c.GetEvent(testCtx(t)) // reads both, returns the request
@@ -485,7 +486,7 @@ func TestSyncAcceptWhileListenerReads(t *testing.T) {
 	c := newChannel(f)
 	defer c.Close()
 	ctx := testCtx(t)
-	l, _ := c.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	l, _ := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	l.Listen(0)
 	reqs := make(chan *ID)
 	go func() {

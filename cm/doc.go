@@ -3,8 +3,8 @@
 // listen/connect/accept/reject/disconnect, and Enhanced Connection
 // Establishment (ECE). It is pure Go: the kernel backend speaks the rdma_cm
 // user ABI (/dev/infiniband/rdma_cm, ucma ABI 4) directly, and QPs come
-// from package uverbs. A user-space CM engine (cm/engine) is to plug in as
-// a second backend behind the same API (Options.Backend).
+// from package uverbs. A user-space CM engine (cm/engine) runs as a second
+// backend behind the same API (Options.Backend, a Backend).
 //
 // # Use
 //
@@ -81,11 +81,30 @@
 //
 // # Errors
 //
-// Errors wrap the kernel's errno and one of a few sentinels: ErrNoDevice,
-// ErrNoRoute (the destination does not route over an RDMA device),
-// ErrTimeout, ErrRejected (a *RejectError with the REJ reason and its
-// name), ErrInvalidState, ErrECEOrder, ErrNotSupported, ErrClosed. Match
-// them with errors.Is and errors.As.
+// Errors read "cm: op: cause" and wrap one of the sentinels below (when
+// one applies) and, for kernel failures, the errno, so errors.Is(err,
+// cm.ErrNoDevice) and errors.Is(err, unix.ENODEV) both hold. The errno
+// table is rdma.ErrnoSentinel's, the same for uverbs and cm/engine, whose
+// errors cm passes on wrapped. The shared sentinels are package rdma's
+// (cm.ErrNotSupported == uverbs.ErrNotSupported == rdma.ErrNotSupported).
+//
+//   - ErrNotSupported: the backend or device lacks the operation (EOPNOTSUPP, ENOSYS).
+//   - ErrNoDevice: no RDMA device serves the address, or it went away (ENODEV, DEVICE_REMOVAL).
+//   - ErrPermission: a device node may not be opened (EACCES, EPERM).
+//   - ErrNoRoute: the destination does not route over RDMA (EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL).
+//   - ErrTimeout: a resolution or connection step timed out (ETIMEDOUT, UNREACHABLE).
+//   - ErrRejected: the peer rejected the connection; a *RejectError with the REJ reason.
+//   - ErrInvalidState: not valid in the ID's state; a *StateError, or the CM engine's refusal.
+//   - ErrInvalidArgument: an argument is out of range (EINVAL).
+//   - ErrBusy: the address or service ID is in use (EBUSY, EADDRINUSE).
+//   - ErrClosed: the channel or ID was closed or destroyed.
+//   - ErrDisconnected: the connection ended while waiting (DISCONNECTED).
+//   - ErrConnect: the connection failed (CONNECT_ERROR).
+//   - ErrECEOrder: an ECE step came too late or was skipped; an *ECEOrderError or *ECEUnansweredError.
+//   - ErrECEVendorMismatch: a REP answered the REQ's ECE with another vendor.
+//   - ErrDeclineWithLocalECE: Accept declined ECE after SetLocalECE.
+//   - ErrLibraryQP: the call is for external QPs, the ID has a library QP.
+//   - ErrQPExists: CreateQP on an ID that already has a QP.
 //
 // # Not ported
 //

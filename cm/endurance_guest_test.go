@@ -37,6 +37,7 @@ import (
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -123,7 +124,7 @@ func TestEnduranceServerHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ch.Close()
-	l, err := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	l, err := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestGuestEndurance(t *testing.T) {
 	cycle := func(i int) error {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		id, err := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+		id, err := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 		if err != nil {
 			return err
 		}

@@ -8,38 +8,46 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
-	"github.com/go-rdma/rdmacm/uverbs"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them (when
 // one applies) and, for kernel failures, the errno (a unix.Errno), so both
-// errors.Is(err, cm.ErrNoDevice) and errors.Is(err, unix.ENODEV) work.
+// errors.Is(err, cm.ErrNoDevice) and errors.Is(err, unix.ENODEV) work. The
+// shared ones are package rdma's, the same values as uverbs' and
+// cm/engine's; the package doc lists them all.
 var (
 	// ErrNotSupported: the backend or the device does not implement the
-	// operation. It is the verbs layer's sentinel, so one errors.Is
-	// covers both packages (and EOPNOTSUPP from either).
-	ErrNotSupported = uverbs.ErrNotSupported
-	// ErrClosed: the channel or ID was closed or destroyed (shared with
-	// the verbs layer).
-	ErrClosed = uverbs.ErrClosed
+	// operation (EOPNOTSUPP, ENOSYS).
+	ErrNotSupported = rdma.ErrNotSupported
+	// ErrClosed: the channel or ID was closed or destroyed.
+	ErrClosed = rdma.ErrClosed
 	// ErrNoDevice: no RDMA device serves the address (ENODEV), or the
-	// rdma_cm device is missing (shared with the verbs layer).
-	ErrNoDevice = uverbs.ErrNoDevice
+	// rdma_cm device is missing.
+	ErrNoDevice = rdma.ErrNoDevice
 	// ErrPermission: a device node (/dev/infiniband/rdma_cm, uverbsN)
-	// may not be opened (EACCES, EPERM); shared with the verbs layer.
-	ErrPermission = uverbs.ErrPermission
+	// may not be opened (EACCES, EPERM).
+	ErrPermission = rdma.ErrPermission
 	// ErrNoRoute: the address does not route over an RDMA device
 	// (EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL).
-	ErrNoRoute = errors.New("address does not route over RDMA")
+	ErrNoRoute = rdma.ErrNoRoute
 	// ErrTimeout: an address, route or connection step timed out
 	// (ETIMEDOUT, UNREACHABLE) or the context's deadline passed.
-	ErrTimeout = errors.New("timed out")
+	ErrTimeout = rdma.ErrTimeout
 	// ErrRejected: the peer rejected the connection; the error is a
 	// *RejectError.
-	ErrRejected = errors.New("connection rejected")
+	ErrRejected = rdma.ErrRejected
 	// ErrInvalidState: the operation is not valid in the ID's state; the
-	// error is a *StateError.
-	ErrInvalidState = errors.New("invalid state")
+	// error is a *StateError, or the CM engine's refusal.
+	ErrInvalidState = rdma.ErrInvalidState
+	// ErrInvalidArgument: an argument is out of range (private data too
+	// long, a bad option value; EINVAL).
+	ErrInvalidArgument = rdma.ErrInvalidArgument
+	// ErrBusy: the address or service ID is in use (EBUSY, EADDRINUSE).
+	ErrBusy = rdma.ErrBusy
+	// ErrDisconnected: the connection ended while waiting.
+	ErrDisconnected = rdma.ErrDisconnected
+
 	// ErrECEOrder: an ECE step came too late or was skipped; the error is
 	// an *ECEOrderError or *ECEUnansweredError.
 	ErrECEOrder = errors.New("ECE ordering")
@@ -57,11 +65,6 @@ var (
 	ErrECEVendorMismatch = errors.New("ECE vendor mismatch")
 	// ErrConnect: the connection failed (CONNECT_ERROR).
 	ErrConnect = errors.New("connection error")
-	// ErrInvalidArgument: an argument is out of range (private data too
-	// long, a bad option value).
-	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrDisconnected: the connection ended while waiting.
-	ErrDisconnected = errors.New("disconnected")
 )
 
 // StateError reports an operation refused because of the ID's state.
@@ -129,43 +132,19 @@ type RejectError struct {
 }
 
 func (e *RejectError) Error() string {
-	return fmt.Sprintf("connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
+	return fmt.Sprintf("cm: connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
 }
 
 // Is matches ErrRejected.
 func (e *RejectError) Is(target error) bool { return target == ErrRejected }
 
-// errnoError wraps a kernel errno with the operation and the sentinel that
-// classifies it.
+// errnoError wraps a kernel errno with the operation; the *rdma.OpError
+// matches the errno's sentinel (rdma.ErrnoSentinel).
 func errnoError(op string, errno error) error {
 	if errno == nil {
 		return nil
 	}
-	if s := classify(errno); s != nil {
-		return fmt.Errorf("cm: %s: %w: %w", op, s, errno)
-	}
-	return fmt.Errorf("cm: %s: %w", op, errno)
-}
-
-// classify maps an errno to a sentinel.
-func classify(err error) error {
-	var errno unix.Errno
-	if !errors.As(err, &errno) {
-		return nil
-	}
-	switch errno {
-	case unix.ENODEV:
-		return ErrNoDevice
-	case unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EADDRNOTAVAIL:
-		return ErrNoRoute
-	case unix.ETIMEDOUT:
-		return ErrTimeout
-	case unix.EOPNOTSUPP, unix.ENOSYS:
-		return ErrNotSupported
-	case unix.ECONNREFUSED:
-		return ErrRejected
-	}
-	return nil
+	return &rdma.OpError{Pkg: "cm", Op: op, Err: errno}
 }
 
 // statusErrno turns an event status (a negative errno) into an errno.

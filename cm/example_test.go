@@ -16,6 +16,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -39,7 +40,7 @@ func Example_libraryQP() {
 	caps := cm.QPInit{Cap: qp.Cap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
 
 	// Server: listen, take one request, give it a QP, accept.
-	l, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	l, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		fmt.Println("create listener:", err)
 		return
@@ -79,7 +80,7 @@ func Example_libraryQP() {
 	}()
 
 	// Client: resolve, create the QP, connect.
-	id, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	id, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		fmt.Println("create:", err)
 		return
@@ -135,7 +136,7 @@ func Example_externalQP() {
 	addr := netip.AddrPortFrom(exampleAddr, 7302)
 	offer := ece.ECE{VendorID: ece.VendorMellanox, Options: 0x30000001}
 
-	l, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	l, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		fmt.Println("create listener:", err)
 		return
@@ -212,7 +213,7 @@ func Example_externalQP() {
 
 	// Client: twice, the first attempt is rejected with reason 35.
 	for attempt := 1; attempt <= 2; attempt++ {
-		id, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+		id, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 		if err != nil {
 			fmt.Println("create:", err)
 			return

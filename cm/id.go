@@ -12,6 +12,8 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // DefaultTimeout is used by ResolveAddr and ResolveRoute when the timeout
@@ -39,7 +41,7 @@ type ID struct {
 	ch     *Channel
 	uid    uint64
 	handle uint32
-	ps     PortSpace
+	ps     rdma.PortSpace
 	qpType qp.QPType
 	udp    bool
 	sync   bool
@@ -64,12 +66,12 @@ type ID struct {
 }
 
 // CreateID creates an ID in port space ps (rdma_create_id).
-func (c *Channel) CreateID(ps PortSpace, opts *IDOptions) (*ID, error) {
+func (c *Channel) CreateID(ps rdma.PortSpace, opts *IDOptions) (*ID, error) {
 	var o IDOptions
 	if opts != nil {
 		o = *opts
 	}
-	t, ok := ps.qpType(o.QPType)
+	t, ok := psQPType(ps, o.QPType)
 	if !ok {
 		return nil, fmt.Errorf("cm: CreateID: port space %v with QP type %v: %w", ps, o.QPType, ErrNotSupported)
 	}
@@ -96,7 +98,7 @@ func (c *Channel) adoptID(listener *ID, r *rawEvent) (*ID, error) {
 }
 
 // PortSpace returns the ID's port space.
-func (id *ID) PortSpace() PortSpace { return id.ps }
+func (id *ID) PortSpace() rdma.PortSpace { return id.ps }
 
 // QPType returns the QP type of the ID (RC or UD).
 func (id *ID) QPType() qp.QPType { return id.qpType }
@@ -415,10 +417,11 @@ func (id *ID) Disconnect(ctx context.Context) error {
 	return err
 }
 
-// Notify reports a QP event to the CM (rdma_notify), for example
-// IB_EVENT_COMM_EST (4) when data arrives before the RTU.
-func (id *ID) Notify(event uint32) error {
-	return id.do("Notify", (*idState).notify, func() error { return id.ch.b.notify(id.handle, event) })
+// Notify reports a QP event to the CM (rdma_notify, which takes an enum
+// ibv_event_type): uverbs.EventCommEst when data arrives before the RTU,
+// or uverbs.EventPathMig (kernel backend only).
+func (id *ID) Notify(event uverbs.AsyncEventType) error {
+	return id.do("Notify", (*idState).notify, func() error { return id.ch.b.notify(id.handle, uint32(event)) })
 }
 
 // InitQPAttr returns the attributes and mask that move a QP of this ID to
@@ -446,8 +449,8 @@ func (id *ID) Query() (AddrInfo, error) {
 }
 
 // Route returns the resolved path records (QUERY PATH).
-func (id *ID) Route() ([]PathRecord, error) {
-	var prs []PathRecord
+func (id *ID) Route() ([]rdma.PathRecord, error) {
+	var prs []rdma.PathRecord
 	err := id.do("Route", nil, func() error {
 		var err error
 		prs, err = id.ch.b.queryPath(id.handle)
@@ -535,15 +538,15 @@ func (id *ID) complete(ctx context.Context, op string, want ...EventType) (Event
 		return 0, err
 	}
 	defer ev.Ack()
+	err = ev.err()
 	for _, w := range want {
-		if ev.Type == w {
-			if ev.Status != 0 {
-				return ev.Type, fmt.Errorf("cm: %s: %w", op, ev.Err())
-			}
+		if ev.Type == w && ev.Status == 0 {
 			return ev.Type, nil
 		}
 	}
-	err = ev.Err()
+	if _, ok := err.(*RejectError); ok {
+		return ev.Type, err
+	}
 	if err == nil {
 		err = fmt.Errorf("unexpected %v", ev.Type)
 	}

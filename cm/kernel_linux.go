@@ -22,6 +22,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // kernel is the backend over the kernel's rdma_cm: commands are write()s
@@ -42,7 +43,7 @@ type kernel struct {
 // ucmaABIVersion reads the ucma ABI version from sysfs.
 func ucmaABIVersion() (int, error) {
 	var firstErr error
-	for _, p := range abi.UcmaABIVersionPaths {
+	for _, p := range abi.UcmaABIVersionPaths() {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			if firstErr == nil {
@@ -97,7 +98,7 @@ func openUcma(path string, open func(path string, mode int, perm uint32) (int, e
 	return &kernel{f: f, rc: rc}, nil
 }
 
-func (k *kernel) name() string { return BackendKernel }
+func (k *kernel) name() Backend { return BackendKernel }
 
 func (k *kernel) close() error { return k.f.Close() }
 
@@ -122,7 +123,7 @@ func execIn[T any](k *kernel, cmd uint32, body *T, in, out int, keep unsafe.Poin
 	return err
 }
 
-func (k *kernel) createID(uid uint64, ps PortSpace, t qp.QPType) (uint32, error) {
+func (k *kernel) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, error) {
 	resp := new(abi.UcmaCreateIDResp)
 	cmd := abi.UcmaCreateID{UID: uid, Response: abi.UcmaPtr(unsafe.Pointer(resp)), PS: uint16(ps), QPType: uint8(t)}
 	if err := ucmaCmd(k, abi.UcmaCmdCreateID, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
@@ -195,7 +196,7 @@ func beU16(v uint16) uint16 {
 	return binary.BigEndian.Uint16(b[:])
 }
 
-func (k *kernel) queryPath(h uint32) ([]PathRecord, error) {
+func (k *kernel) queryPath(h uint32) ([]rdma.PathRecord, error) {
 	const maxPaths = 2
 	buf := make([]byte, abi.SizeofUcmaQueryPathResp+maxPaths*abi.SizeofUcmaPathRecData)
 	cmd := abi.UcmaQuery{Response: abi.UcmaPtr(unsafe.Pointer(&buf[0])), ID: h, Option: abi.UcmaQueryPath}
@@ -203,7 +204,7 @@ func (k *kernel) queryPath(h uint32) ([]PathRecord, error) {
 		return nil, err
 	}
 	n := min(int(binary.NativeEndian.Uint32(buf)), maxPaths)
-	prs := make([]PathRecord, 0, n)
+	prs := make([]rdma.PathRecord, 0, n)
 	for i := 0; i < n; i++ {
 		rec := buf[abi.SizeofUcmaQueryPathResp+i*abi.SizeofUcmaPathRecData:][:abi.SizeofUcmaPathRecData]
 		pr := parseSAPathRecord(rec[8:72])
@@ -215,8 +216,8 @@ func (k *kernel) queryPath(h uint32) ([]PathRecord, error) {
 
 // parseSAPathRecord decodes a packed SA PathRecord (IBTA vol. 1
 // §15.2.5.16, big-endian, 64 bytes).
-func parseSAPathRecord(b []byte) PathRecord {
-	var pr PathRecord
+func parseSAPathRecord(b []byte) rdma.PathRecord {
+	var pr rdma.PathRecord
 	copy(pr.DGID[:], b[8:24])
 	copy(pr.SGID[:], b[24:40])
 	pr.DLID = binary.BigEndian.Uint16(b[40:])
@@ -228,7 +229,7 @@ func parseSAPathRecord(b []byte) PathRecord {
 	pr.Reversible = b[49]&0x80 != 0
 	pr.PKey = binary.BigEndian.Uint16(b[50:])
 	pr.SL = uint8(binary.BigEndian.Uint16(b[52:]) & 0xf)
-	pr.MTU = qp.MTU(b[54] & 0x3f)
+	pr.MTU = rdma.MTU(b[54] & 0x3f)
 	pr.Rate = b[55] & 0x3f
 	pr.PacketLifeTime = b[56] & 0x3f
 	return pr
@@ -336,7 +337,7 @@ func qpAttrFromUcma(r *abi.UcmaQPAttr) qp.Attr {
 		Port:             r.PortNum,
 		QKey:             r.QKey,
 		AH:               ahFromUcma(&r.AHAttr),
-		PathMTU:          qp.MTU(r.PathMTU),
+		PathMTU:          rdma.MTU(r.PathMTU),
 		Timeout:          r.Timeout,
 		RetryCnt:         r.RetryCnt,
 		RNRRetry:         r.RNRRetry,

@@ -27,6 +27,8 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/rdma"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // kernelChannel opens a kernel channel; in a guest its absence fails.
@@ -78,7 +80,7 @@ type server struct {
 
 func startServer(t *testing.T, ch *Channel, addr netip.AddrPort) *server {
 	t.Helper()
-	l, err := ch.CreateID(PortSpaceTCP, nil)
+	l, err := ch.CreateID(rdma.PortSpaceTCP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func (s *server) next(t *testing.T, want EventType) *Event {
 func dial(t *testing.T, ch *Channel, dst netip.AddrPort, offer ece.ECE, pd []byte) (*ID, error) {
 	t.Helper()
 	ctx := kctx(t, 20*time.Second)
-	id, err := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id, err := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,7 @@ func TestKernelErrorSentinels(t *testing.T) {
 	ipCmd("-n", "cmtns", "addr", "add", "198.51.100.2/24", "dev", "cmtv1")
 	ipCmd("-n", "cmtns", "link", "set", "cmtv1", "up")
 
-	id, _ := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id, _ := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	defer id.Destroy()
 	err := id.Bind(netip.MustParseAddrPort("198.51.100.1:1"))
 	t.Logf("bind to an address on a veth: %v", err)
@@ -337,7 +339,7 @@ func TestKernelErrorSentinels(t *testing.T) {
 		t.Errorf("bind to an address without RDMA device: %v, want ErrNoDevice wrapping ENODEV", err)
 	}
 
-	id2, _ := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id2, _ := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	defer id2.Destroy()
 	err = id2.ResolveAddr(ctx, netip.AddrPort{}, netip.MustParseAddrPort("198.51.100.2:1"), time.Second)
 	t.Logf("resolve a destination routed through the veth: %v", err)
@@ -346,7 +348,7 @@ func TestKernelErrorSentinels(t *testing.T) {
 		t.Errorf("resolve through a non-RDMA netdev: %v, want ErrNoRoute wrapping ENODEV", err)
 	}
 
-	id4, _ := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id4, _ := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	defer id4.Destroy()
 	err = id4.ResolveAddr(ctx, netip.AddrPort{}, netip.MustParseAddrPort("203.0.113.9:1"), time.Second)
 	t.Logf("resolve a destination without a route: %v", err)
@@ -354,7 +356,7 @@ func TestKernelErrorSentinels(t *testing.T) {
 		t.Errorf("resolve without a route: %v, want ErrNoRoute", err)
 	}
 
-	id3, _ := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id3, _ := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	defer id3.Destroy()
 	silent := localAddr(t).As4()
 	silent[3] = 213 // nobody on the wire answers ARP for it
@@ -405,7 +407,7 @@ func TestKernelLeaks(t *testing.T) {
 		var cid *ID
 		go func() {
 			ctx := kctx(t, 20*time.Second)
-			id, err := cch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+			id, err := cch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 			if err != nil {
 				done <- err
 				return
@@ -495,7 +497,7 @@ func TestKernelUDSIDR(t *testing.T) {
 	cch := kernelChannel(t)
 	sch := kernelChannel(t)
 	addr := netip.AddrPortFrom(localAddr(t), freePort())
-	l, err := sch.CreateID(PortSpaceUDP, nil)
+	l, err := sch.CreateID(rdma.PortSpaceUDP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +509,7 @@ func TestKernelUDSIDR(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := kctx(t, 20*time.Second)
-	id, _ := cch.CreateID(PortSpaceUDP, &IDOptions{Sync: true})
+	id, _ := cch.CreateID(rdma.PortSpaceUDP, &IDOptions{Sync: true})
 	defer id.Destroy()
 	if err := id.ResolveAddr(ctx, netip.AddrPort{}, addr, 0); err != nil {
 		t.Fatal(err)
@@ -546,8 +548,8 @@ func TestKernelUDSIDR(t *testing.T) {
 	}
 	ud := id.UDParam()
 	t.Logf("SIDR answer: QPN %#x QKey %#x AH %+v", ud.QPNum, ud.QKey, ud.AH)
-	if ud.QPNum != uq.QPN() || ud.QKey != 0x01234567 {
-		t.Fatalf("UD param QPN %#x QKey %#x, want the server's QP %#x and RDMA_UDP_QKEY", ud.QPNum, ud.QKey, uq.QPN())
+	if ud.QPNum != uq.Num() || ud.QKey != 0x01234567 {
+		t.Fatalf("UD param QPN %#x QKey %#x, want the server's QP %#x and RDMA_UDP_QKEY", ud.QPNum, ud.QKey, uq.Num())
 	}
 	if !ud.AH.IsGlobal {
 		t.Fatalf("RoCE AH without GRH: %+v", ud.AH)
@@ -559,7 +561,7 @@ func TestKernelUDSIDR(t *testing.T) {
 func TestKernelMulticastJoin(t *testing.T) {
 	ch := kernelChannel(t)
 	ctx := kctx(t, 20*time.Second)
-	id, _ := ch.CreateID(PortSpaceUDP, &IDOptions{Sync: true})
+	id, _ := ch.CreateID(rdma.PortSpaceUDP, &IDOptions{Sync: true})
 	defer id.Destroy()
 	if err := id.Bind(netip.AddrPortFrom(localAddr(t), 0)); err != nil {
 		t.Fatal(err)
@@ -583,7 +585,7 @@ func TestKernelMulticastJoin(t *testing.T) {
 // TestKernelOptions sets every ID option on a real ID.
 func TestKernelOptions(t *testing.T) {
 	ch := kernelChannel(t)
-	id, _ := ch.CreateID(PortSpaceTCP, nil)
+	id, _ := ch.CreateID(rdma.PortSpaceTCP, nil)
 	defer id.Destroy()
 	for name, err := range map[string]error{
 		"TOS":        id.SetTOS(32),
@@ -595,7 +597,7 @@ func TestKernelOptions(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := id.Notify(4); err == nil {
+	if err := id.Notify(uverbs.EventCommEst); err == nil {
 		t.Error("Notify on an unbound ID succeeded; the kernel wants a device")
 	}
 }
@@ -631,7 +633,7 @@ func TestKernelQueryRoute(t *testing.T) {
 	ctx := kctx(t, 20*time.Second)
 	local := localAddr(t)
 	dst := netip.AddrPortFrom(local, freePort())
-	id, _ := ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+	id, _ := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 	defer id.Destroy()
 	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 0); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // Issue 7: calling an operation of an ID in a state where it is not
@@ -76,7 +78,7 @@ var misuseOps = []misuseOp{
 		return err
 	}},
 	{name: "Notify", call: "notify", allowed: func(s State, _ bool) bool { return notifyAllowed(s) },
-		run: func(_ context.Context, id *ID) error { return id.Notify(4) }},
+		run: func(_ context.Context, id *ID) error { return id.Notify(uverbs.EventCommEst) }},
 	{name: "InitQPAttr", call: "initQPAttr", allowed: func(s State, _ bool) bool { return initQPAttrAllowed(s) },
 		run: func(_ context.Context, id *ID) error {
 			_, _, err := id.InitQPAttr(qp.Init)
@@ -160,7 +162,7 @@ func idIn(t *testing.T, s State, sync bool) (*ID, *fakeBackend) {
 	f := newFake()
 	c := newChannel(f)
 	t.Cleanup(func() { c.Close() })
-	id, err := c.CreateID(PortSpaceTCP, &IDOptions{Sync: sync})
+	id, err := c.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: sync})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +412,7 @@ func TestDestroyInterruptsSyncCall(t *testing.T) {
 				if tc.other {
 					// Another synchronous ID's waiter may be the one in
 					// the backend when Destroy comes.
-					o, err := id.ch.CreateID(PortSpaceTCP, &IDOptions{Sync: true})
+					o, err := id.ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -482,7 +484,7 @@ func hammer(t *testing.T, kill string) {
 		"RemoteECE":   func() error { _, err := id.RemoteECE(); return err },
 		"Query":       func() error { _, err := id.Query(); return err },
 		"InitQPAttr":  func() error { _, _, err := id.InitQPAttr(qp.Init); return err },
-		"Notify":      func() error { return id.Notify(4) },
+		"Notify":      func() error { return id.Notify(uverbs.EventCommEst) },
 		"SetTOS":      func() error { return id.SetTOS(1) },
 		"Reject":      func() error { return id.Reject(nil) },
 		"DestroyQP":   func() error { return id.DestroyQP() },
@@ -620,7 +622,7 @@ func TestMisuseLateOptionsAndJoin(t *testing.T) {
 	fb := newFake()
 	ch := newChannel(fb)
 	t.Cleanup(func() { ch.Close() })
-	id, err := ch.CreateID(PortSpaceTCP, nil)
+	id, err := ch.CreateID(rdma.PortSpaceTCP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +642,7 @@ func TestMisuseLateOptionsAndJoin(t *testing.T) {
 	if n := len(fb.callLog()); n != calls {
 		t.Errorf("refused calls reached the backend: %v", fb.callLog()[calls:])
 	}
-	ud, err := ch.CreateID(PortSpaceUDP, nil)
+	ud, err := ch.CreateID(rdma.PortSpaceUDP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // verbsQP is what a library QP needs from the verbs layer.
 type verbsQP interface {
-	QPN() uint32
+	Num() uint32
 	Modify(a *qp.Attr, m qp.Mask) error
 	// QueryECE and SetECE return an error matching ErrNotSupported when
 	// the provider has no ECE (rxe).
@@ -43,8 +43,8 @@ type QP struct {
 	SendChannel, RecvChannel *uverbs.CompChannel
 }
 
-// QPN returns the QP number.
-func (q *QP) QPN() uint32 { return q.v.QPN() }
+// Num returns the QP number (ibv_qp.qp_num).
+func (q *QP) Num() uint32 { return q.v.Num() }
 
 // modifyFromCM moves the QP to state s with the attributes the CM gives
 // (INIT_QP_ATTR). resp and init override max_dest_rd_atomic and
@@ -228,7 +228,7 @@ func (id *ID) DestroyQP() error {
 // QP (number, SRQ) and resolves MaxResources. Called with id.mu held.
 func (id *ID) fillLibraryParam(p *ConnParam, active bool) error {
 	if id.qp != nil {
-		p.QPNum = id.qp.QPN()
+		p.QPNum = id.qp.Num()
 		p.SRQ = id.qp.v.HasSRQ()
 	}
 	maxRD, maxIRD := uint8(0), uint8(0)

@@ -243,7 +243,7 @@ func TestSetLocalECEValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newIDState(false)
 			err := s.setLocalECE(tc.e)
-			if !errors.Is(err, tc.want) || !errors.Is(err, ece.ErrInvalid) {
+			if !errors.Is(err, tc.want) || !errors.Is(err, ece.ErrInvalidArgument) {
 				t.Fatalf("setLocalECE(%+v) = %v, want %v", tc.e, err, tc.want)
 			}
 			if s.localSet || s.local != ece.None {

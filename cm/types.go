@@ -8,46 +8,18 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
-
-// PortSpace selects the service-ID space of an ID and with it the QP type
-// (IBTA Annex A11; enum rdma_ucm_port_space).
-type PortSpace uint16
-
-const (
-	// PortSpaceTCP: reliable connected (RC) QPs.
-	PortSpaceTCP PortSpace = 0x0106
-	// PortSpaceUDP: unreliable datagram (UD) QPs, SIDR.
-	PortSpaceUDP PortSpace = 0x0111
-	// PortSpaceIB: RC or UD, chosen by IDOptions.QPType.
-	PortSpaceIB PortSpace = 0x013F
-	// PortSpaceIPoIB: UD, the IPoIB service space.
-	PortSpaceIPoIB PortSpace = 0x0002
-)
-
-func (ps PortSpace) String() string {
-	switch ps {
-	case PortSpaceTCP:
-		return "TCP"
-	case PortSpaceUDP:
-		return "UDP"
-	case PortSpaceIB:
-		return "IB"
-	case PortSpaceIPoIB:
-		return "IPoIB"
-	}
-	return fmt.Sprintf("PortSpace(%#x)", uint16(ps))
-}
 
 // qpType is the QP type the kernel uses for the port space (ucma
 // ucma_get_qp_type).
-func (ps PortSpace) qpType(ib qp.QPType) (qp.QPType, bool) {
+func psQPType(ps rdma.PortSpace, ib qp.QPType) (qp.QPType, bool) {
 	switch ps {
-	case PortSpaceTCP:
+	case rdma.PortSpaceTCP:
 		return qp.RC, true
-	case PortSpaceUDP, PortSpaceIPoIB:
+	case rdma.PortSpaceUDP, rdma.PortSpaceIPoIB:
 		return qp.UD, true
-	case PortSpaceIB:
+	case rdma.PortSpaceIB:
 		if ib == 0 {
 			return qp.RC, true
 		}
@@ -191,6 +163,15 @@ type Event struct {
 // *RejectError for EventRejected, and otherwise the errno wrapped with its
 // sentinel (ErrTimeout, ErrNoRoute, ...).
 func (e *Event) Err() error {
+	err := e.err()
+	if _, ok := err.(*RejectError); ok || err == nil {
+		return err
+	}
+	return fmt.Errorf("cm: %w", err)
+}
+
+// err is Err without the package prefix, for callers that add their own.
+func (e *Event) err() error {
 	switch e.Type {
 	case EventRejected:
 		pd := e.Conn.PrivateData
@@ -216,7 +197,7 @@ func (e *Event) Err() error {
 		// RDMA device (cma_acquire_dev_by_src_ip).
 		return fmt.Errorf("%v: %w: %w", e.Type, ErrNoRoute, errno)
 	}
-	if s := classify(errno); s != nil {
+	if s := rdma.ErrnoSentinel(errno); s != nil {
 		return fmt.Errorf("%v: %w: %w", e.Type, s, errno)
 	}
 	return fmt.Errorf("%v: %w", e.Type, errno)

@@ -21,6 +21,7 @@ import (
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -55,7 +56,7 @@ type user struct {
 type userPort struct {
 	dev      uverbs.Device
 	port     uverbs.Port
-	guid     [8]byte
+	guid     rdma.GUID
 	d        *umad.Driver
 	ud       *umad.UDSend         // nil: MADs are sent through umad
 	udErr    error                // why there is no UD send path
@@ -65,7 +66,7 @@ type userPort struct {
 // userID is the backend's view of one rdma_cm ID.
 type userID struct {
 	uid    uint64
-	ps     PortSpace
+	ps     rdma.PortSpace
 	qpType qp.QPType
 
 	src, dst netip.AddrPort
@@ -150,16 +151,16 @@ func (u *user) openPort(dev uverbs.Device, p uverbs.Port, umadPath string, udSen
 		return nil, err
 	}
 	var t umad.Transport = port
-	up := &userPort{dev: dev, port: p, guid: [8]byte(dev.NodeGUID), byEngine: map[engine.ID]uint32{}}
+	up := &userPort{dev: dev, port: p, guid: dev.NodeGUID, byEngine: map[engine.ID]uint32{}}
 	if udSends {
 		if up.ud, up.udErr = umad.NewUDSend(port, dev, uint8(p.Num)); up.udErr == nil {
 			t = up.ud
 		}
 	}
-	var gids []mad.GID
+	var gids []rdma.GID
 	for _, g := range p.GIDs {
 		if g.Type == uverbs.GIDTypeRoCEv2 {
-			gids = append(gids, mad.GID(g.GID))
+			gids = append(gids, g.GID)
 		}
 	}
 	e, err := engine.New(engine.Config{
@@ -179,7 +180,7 @@ func (u *user) openPort(dev uverbs.Device, p uverbs.Port, umadPath string, udSen
 	return up, nil
 }
 
-func beUint64(b [8]byte) uint64 {
+func beUint64(b rdma.GUID) uint64 {
 	var v uint64
 	for _, x := range b {
 		v = v<<8 | uint64(x)
@@ -187,7 +188,7 @@ func beUint64(b [8]byte) uint64 {
 	return v
 }
 
-func (u *user) name() string { return BackendUser }
+func (u *user) name() Backend { return BackendUser }
 
 func (u *user) close() error {
 	u.mu.Lock()
@@ -227,8 +228,8 @@ func (u *user) get(h uint32) (*userID, error) {
 	return x, nil
 }
 
-func (u *user) createID(uid uint64, ps PortSpace, t qp.QPType) (uint32, error) {
-	if t == qp.UD || ps == PortSpaceIB {
+func (u *user) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, error) {
+	if t == qp.UD || ps == rdma.PortSpaceIB {
 		return 0, unix.EOPNOTSUPP
 	}
 	u.mu.Lock()
@@ -298,10 +299,10 @@ func (u *user) unbindLocked(h uint32, x *userID) {
 
 // portOf finds the RoCE v2 GID of a local IPv4 address.
 func (u *user) portOf(a netip.Addr) (*userPort, uverbs.GIDEntry, bool) {
-	want := mad.GIDFromAddr(a)
+	want := rdma.GIDFromAddr(a)
 	for _, p := range u.ports {
 		for _, g := range p.port.GIDs {
-			if g.Type == uverbs.GIDTypeRoCEv2 && mad.GID(g.GID) == want {
+			if g.Type == uverbs.GIDTypeRoCEv2 && g.GID == want {
 				return p, g, true
 			}
 		}
@@ -445,14 +446,12 @@ func (u *user) resolveRoute(h uint32, _ time.Duration) error {
 	// cma_resolve_iboe_route: the port's MTU, the current rate, hop
 	// limit 64 for a routed IPv4 peer, the ID's TOS as traffic class.
 	x.path = engine.Path{
-		Port: uint8(x.port.port.Num), PKey: 0xffff,
-		SGID: mad.GID(x.gid.GID), SGIDIndex: uint8(x.gid.Index),
-		DGID:     mad.GIDFromAddr(x.dst.Addr()),
-		HopLimit: 64, TrafficClass: x.tos,
-		MTU: mad.MTU(x.port.port.ActiveMTU), PacketLifeTime: rocePacketLifeTime, RoCE: true,
+		PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: x.gid.GID, DGID: rdma.GIDFromAddr(x.dst.Addr()),
+			HopLimit: 64, TrafficClass: x.tos, MTU: x.port.port.ActiveMTU, PacketLifeTime: rocePacketLifeTime},
+		Port: uint8(x.port.port.Num), SGIDIndex: uint8(x.gid.Index), RoCE: true,
 	}
 	if x.path.MTU == 0 {
-		x.path.MTU = mad.MTU1024
+		x.path.MTU = rdma.MTU1024
 	}
 	x.routed = true
 	u.queueLocked(rawEvent{uid: x.uid, handle: h, typ: EventRouteResolved})
@@ -473,7 +472,7 @@ func (u *user) queryAddr(h uint32) (AddrInfo, error) {
 	return ai, nil
 }
 
-func (u *user) queryPath(h uint32) ([]PathRecord, error) {
+func (u *user) queryPath(h uint32) ([]rdma.PathRecord, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	x, err := u.get(h)
@@ -483,10 +482,10 @@ func (u *user) queryPath(h uint32) ([]PathRecord, error) {
 	if !x.routed {
 		return nil, nil
 	}
-	p := x.path
-	return []PathRecord{{DGID: p.DGID, SGID: p.SGID, HopLimit: p.HopLimit, TrafficClass: p.TrafficClass,
-		Reversible: true, PKey: p.PKey, SL: p.SL, MTU: qp.MTU(p.MTU), Rate: p.Rate, PacketLifeTime: p.PacketLifeTime,
-		FlowLabel: engine.RoCEFlowLabel(x.src.Port(), x.dst.Port())}}, nil
+	pr := x.path.PathRecord
+	pr.Reversible = true
+	pr.FlowLabel = engine.RoCEFlowLabel(x.src.Port(), x.dst.Port())
+	return []rdma.PathRecord{pr}, nil
 }
 
 func (u *user) listen(h uint32, backlog int) error {
@@ -510,7 +509,7 @@ func (u *user) listen(h uint32, backlog int) error {
 	if x.port != nil {
 		ports = []*userPort{x.port}
 	}
-	lp := engine.ListenParams{Context: uint64(h), PortSpace: mad.PortSpace(x.ps), Port: x.src.Port(),
+	lp := engine.ListenParams{Context: uint64(h), PortSpace: x.ps, Port: x.src.Port(),
 		Addr: x.src.Addr(), QPType: x.qpType, Backlog: backlog}
 	u.mu.Unlock()
 	var listens []userListen
@@ -556,7 +555,7 @@ func (u *user) connect(h uint32, p *ConnParam, e ece.ECE) error {
 		return unix.EINVAL
 	}
 	port := x.port
-	cp := engine.ConnectParams{Context: uint64(h), PortSpace: mad.PortSpace(x.ps), Src: x.src, Dst: x.dst,
+	cp := engine.ConnectParams{Context: uint64(h), PortSpace: x.ps, Src: x.src, Dst: x.dst,
 		Path: x.path, QPType: x.qpType, QPN: p.QPNum, ResponderResources: p.ResponderResources,
 		InitiatorDepth: p.InitiatorDepth, RetryCount: p.RetryCount, RNRRetryCount: p.RNRRetryCount,
 		FlowControl: p.FlowControl, SRQ: p.SRQ, PrivateData: p.PrivateData, ECE: e}
@@ -711,12 +710,11 @@ func (u *user) setOption(h uint32, level, name uint32, val []byte) error {
 // notify is rdma_notify: IB_EVENT_COMM_EST (4) establishes a connection
 // whose RTU was lost but whose QP saw traffic (ib_cm_notify).
 func (u *user) notify(h uint32, event uint32) error {
-	const commEst = 4
 	port, eid, _, err := u.conn(h)
 	if err != nil {
 		return err
 	}
-	if event != commEst {
+	if event != uint32(uverbs.EventCommEst) {
 		return unix.EINVAL
 	}
 	return port.d.Do(func(eng *engine.Engine, now time.Time) error { return eng.Notify(now, eid) })
@@ -824,9 +822,9 @@ func (u *user) requestLocked(p *userPort, ev *engine.Event) {
 	u.queueLocked(rawEvent{uid: l.uid, handle: h, typ: EventConnectRequest, conn: connFromEngine(ev), ece: ev.ECE})
 }
 
-func (p *userPort) gidOf(g mad.GID) (uverbs.GIDEntry, bool) {
+func (p *userPort) gidOf(g rdma.GID) (uverbs.GIDEntry, bool) {
 	for _, e := range p.port.GIDs {
-		if mad.GID(e.GID) == g {
+		if e.GID == g {
 			return e, true
 		}
 	}

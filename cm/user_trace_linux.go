@@ -15,6 +15,7 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/pcap"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // tracer writes every MAD that crosses a port's transport to a pcap file
@@ -27,7 +28,7 @@ type tracer struct {
 	err error
 }
 
-func (t *tracer) write(src, dst mad.GID, srcQP uint32, hop, tc uint8, m []byte) {
+func (t *tracer) write(src, dst rdma.GID, srcQP uint32, hop, tc uint8, m []byte) {
 	f := roce.GSIFrame(m)
 	f.SrcQP = srcQP
 	f.SrcIP, f.DstIP = netip.AddrFrom16(src).Unmap(), netip.AddrFrom16(dst).Unmap()
@@ -53,20 +54,20 @@ type tracedTransport struct {
 	p *userPort
 }
 
-func (tt *tracedTransport) local(idx uint8) mad.GID {
+func (tt *tracedTransport) local(idx uint8) rdma.GID {
 	for _, g := range tt.p.port.GIDs {
 		if g.Index == int(idx) {
-			return mad.GID(g.GID)
+			return g.GID
 		}
 	}
-	return mad.GID{}
+	return rdma.GID{}
 }
 
 // sourceQP is the QP the port's next MAD leaves from: its UD QP, or the
 // GSI QP when umad sends it.
 func (p *userPort) sourceQP() uint32 {
 	if p.ud != nil && p.ud.Failed() == nil {
-		return p.ud.QPN()
+		return p.ud.Num()
 	}
 	return 1
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -23,10 +24,10 @@ type verbsDevice struct {
 
 type deviceCache struct {
 	mu   sync.Mutex
-	devs map[[8]byte]*verbsDevice
+	devs map[rdma.GUID]*verbsDevice
 }
 
-func (d *deviceCache) get(guid [8]byte) (*verbsDevice, error) {
+func (d *deviceCache) get(guid rdma.GUID) (*verbsDevice, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if vd := d.devs[guid]; vd != nil {
@@ -41,7 +42,7 @@ func (d *deviceCache) get(guid [8]byte) (*verbsDevice, error) {
 		return nil, err
 	}
 	for _, dev := range devs {
-		if [8]byte(dev.NodeGUID) != guid {
+		if dev.NodeGUID != guid {
 			continue
 		}
 		x, err := uverbs.OpenDevice(dev, nil)
@@ -60,12 +61,12 @@ func (d *deviceCache) get(guid [8]byte) (*verbsDevice, error) {
 		}
 		vd := &verbsDevice{ctx: x, pd: pd, attr: attr}
 		if d.devs == nil {
-			d.devs = map[[8]byte]*verbsDevice{}
+			d.devs = map[rdma.GUID]*verbsDevice{}
 		}
 		d.devs[guid] = vd
 		return vd, nil
 	}
-	return nil, fmt.Errorf("no verbs device with node GUID %x: %w", guid, ErrNoDevice)
+	return nil, fmt.Errorf("cm: no verbs device with node GUID %v: %w", guid, ErrNoDevice)
 }
 
 func (d *deviceCache) close() error {
@@ -120,7 +121,7 @@ type QPInit struct {
 // uverbsQP adapts *uverbs.QP to verbsQP.
 type uverbsQP struct{ q *uverbs.QP }
 
-func (u uverbsQP) QPN() uint32                        { return u.q.Num() }
+func (u uverbsQP) Num() uint32                        { return u.q.Num() }
 func (u uverbsQP) Modify(a *qp.Attr, m qp.Mask) error { return u.q.Modify(a, m) }
 func (u uverbsQP) QueryECE() (ece.ECE, error)         { return u.q.QueryECE() }
 func (u uverbsQP) SetECE(e ece.ECE) error             { return u.q.SetECE(e) }
@@ -221,5 +222,5 @@ func clampRD(n int) uint8 {
 // isNotSupported matches "not supported" from this package, the verbs
 // layer and the kernel.
 func isNotSupported(err error) bool {
-	return errors.Is(err, ErrNotSupported) || errors.Is(err, uverbs.ErrNotSupported) || errors.Is(err, unix.EOPNOTSUPP)
+	return errors.Is(err, ErrNotSupported) || errors.Is(err, unix.EOPNOTSUPP)
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // TestGuestDeviceRemoval: deleting the RDMA device under a listener bound
@@ -20,7 +22,7 @@ import (
 // is created again afterwards.
 func TestGuestDeviceRemoval(t *testing.T) {
 	ch := kernelChannel(t)
-	id, err := ch.CreateID(PortSpaceTCP, nil)
+	id, err := ch.CreateID(rdma.PortSpaceTCP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestGuestDeviceRemoval(t *testing.T) {
 			t.Fatalf("rxe0 came back without its IPv4 GID: %s", out)
 		}
 	}
-	id2, err := ch.CreateID(PortSpaceTCP, nil)
+	id2, err := ch.CreateID(rdma.PortSpaceTCP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

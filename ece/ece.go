@@ -12,16 +12,19 @@ package ece
 import (
 	"errors"
 	"fmt"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // MaxVendorID is the largest vendor ID the wire can carry (24 bits).
 const MaxVendorID = 1<<24 - 1
 
-// Sentinel errors. Each error returned by Validate wraps ErrInvalid and
-// one of the more specific sentinels.
+// Sentinel errors. Each error returned by Validate wraps
+// ErrInvalidArgument and one of the more specific sentinels.
 var (
-	// ErrInvalid is wrapped by every validation failure.
-	ErrInvalid = errors.New("ece: invalid")
+	// ErrInvalidArgument is wrapped by every validation failure (package
+	// rdma's sentinel).
+	ErrInvalidArgument = rdma.ErrInvalidArgument
 	// ErrZeroVendor: vendor ID 0 means "no ECE"; librdmacm's
 	// rdma_set_local_ece refuses it with EINVAL.
 	ErrZeroVendor = errors.New("vendor ID is 0")
@@ -55,11 +58,11 @@ func (e ECE) IsZero() bool { return e.VendorID == 0 }
 func (e ECE) Validate() error {
 	switch {
 	case e.VendorID == 0:
-		return fmt.Errorf("%w: %w", ErrInvalid, ErrZeroVendor)
+		return fmt.Errorf("ece: %w: %w", ErrInvalidArgument, ErrZeroVendor)
 	case e.VendorID > MaxVendorID:
-		return fmt.Errorf("%w: %w: %#x", ErrInvalid, ErrVendorTooWide, e.VendorID)
+		return fmt.Errorf("ece: %w: %w: %#x", ErrInvalidArgument, ErrVendorTooWide, e.VendorID)
 	case e.CompMask != 0:
-		return fmt.Errorf("%w: %w: %#x", ErrInvalid, ErrCompMask, e.CompMask)
+		return fmt.Errorf("ece: %w: %w: %#x", ErrInvalidArgument, ErrCompMask, e.CompMask)
 	}
 	return nil
 }

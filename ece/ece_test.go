@@ -26,8 +26,8 @@ func TestValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, tt.want) || !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Validate(%v) = %v, want %v wrapped in ErrInvalid", tt.in, err, tt.want)
+			if !errors.Is(err, tt.want) || !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("Validate(%v) = %v, want %v wrapped in ErrInvalidArgument", tt.in, err, tt.want)
 			}
 		})
 	}

@@ -1,5 +1,7 @@
 package mad
 
+import "github.com/go-rdma/rdmacm/rdma"
+
 // ClassPortInfoSize is the size of the ClassPortInfo attribute (IBTA
 // §13.4.8.1; kernel struct ib_class_port_info). The rest of the 232-byte
 // data area is reserved.
@@ -57,7 +59,7 @@ type ClassPortInfo struct {
 	CapabilityMask2 uint32
 	// RespTimeValue is 5 bits: 4.096 µs × 2^n.
 	RespTimeValue uint8
-	RedirectGID   GID
+	RedirectGID   rdma.GID
 	RedirectTC    uint8
 	RedirectSL    uint8  // 4 bits
 	RedirectFL    uint32 // 20 bits
@@ -65,7 +67,7 @@ type ClassPortInfo struct {
 	RedirectPKey  uint16
 	RedirectQP    uint32 // 24 bits
 	RedirectQKey  uint32
-	TrapGID       GID
+	TrapGID       rdma.GID
 	TrapTC        uint8
 	TrapSL        uint8  // 4 bits
 	TrapFL        uint32 // 20 bits
@@ -178,7 +180,7 @@ func (v ClassPortInfoView) RespTimeValue() uint8 {
 }
 
 // RedirectGID is the 128-bit GID to redirect class requests to.
-func (v ClassPortInfoView) RedirectGID() GID { return getGID(v.p, cpiRedirectGID) }
+func (v ClassPortInfoView) RedirectGID() rdma.GID { return getGID(v.p, cpiRedirectGID) }
 
 // RedirectTC is the 8-bit traffic class for redirected requests.
 func (v ClassPortInfoView) RedirectTC() uint8 { return v.p[cpiRedirectTC] }
@@ -206,7 +208,7 @@ func (v ClassPortInfoView) RedirectQP() uint32 { return get24(v.p, cpiRedirectQP
 func (v ClassPortInfoView) RedirectQKey() uint32 { return get32(v.p, cpiRedirectQKey) }
 
 // TrapGID is the 128-bit GID traps are sent to.
-func (v ClassPortInfoView) TrapGID() GID { return getGID(v.p, cpiTrapGID) }
+func (v ClassPortInfoView) TrapGID() rdma.GID { return getGID(v.p, cpiTrapGID) }
 
 // TrapTC is the 8-bit traffic class for traps.
 func (v ClassPortInfoView) TrapTC() uint8 { return v.p[cpiTrapTC] }

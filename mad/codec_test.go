@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -201,9 +201,9 @@ func TestViewAccessors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if req.ECE() != mlx5ECE || req.VendorID() != 0x15b3 || req.LocalQPN() != 0x123 ||
-		req.StartingPSN() != 0xabcdef || req.PathMTU() != MTU4096 || req.RetryCount() != 7 ||
+		req.StartingPSN() != 0xabcdef || req.PathMTU() != rdma.MTU4096 || req.RetryCount() != 7 ||
 		!req.EndToEndFlowControl() || req.HasAlternate() || req.Primary().FlowLabel != 0x12345 ||
-		req.Primary().LocalGID.String() != "::ffff:192.0.2.1" {
+		req.Primary().LocalGID.Addr().String() != "::ffff:192.0.2.1" {
 		t.Errorf("REQ view fields wrong: ece=%v qpn=%#x psn=%#x", req.ECE(), req.LocalQPN(), req.StartingPSN())
 	}
 	ip, err := ParseIPHeader(req.PrivateData())
@@ -214,7 +214,7 @@ func TestViewAccessors(t *testing.T) {
 		t.Errorf("IP header: %v %v %d", ip.Src(), ip.Dst(), ip.SrcPort())
 	}
 	ps, port, ok := SplitServiceID(req.ServiceID())
-	if !ok || ps != PortSpaceTCP || port != 20000 {
+	if !ok || ps != rdma.PortSpaceTCP || port != 20000 {
 		t.Errorf("SplitServiceID = %v %d %v", ps, port, ok)
 	}
 
@@ -659,9 +659,9 @@ func TestNames(t *testing.T) {
 		{APRStatus(14).String(), "reserved(14)"},
 		{FailoverRejected.String(), "rejected"},
 		{TransportUC.String(), "UC"},
-		{MTU1024.String(), "1024"},
-		{MTU(6).String(), "MTU(6)"},
-		{PortSpaceIB.String(), "IB"},
+		{rdma.MTU1024.String(), "1024"},
+		{rdma.MTU(6).String(), "MTU(6)"},
+		{rdma.PortSpaceIB.String(), "IB"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -674,7 +674,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("reason %d: Known=%v name %q", r, r.Known(), r.String())
 		}
 	}
-	if fmt.Sprint(gidA) != "::ffff:192.0.2.1" {
+	if gidA.Addr().String() != "::ffff:192.0.2.1" || gidA.String() != "0000:0000:0000:0000:0000:ffff:c000:0201" {
 		t.Errorf("GID String = %v", gidA)
 	}
 }

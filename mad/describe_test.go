@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 func TestDescribe(t *testing.T) {
@@ -14,7 +15,7 @@ func TestDescribe(t *testing.T) {
 		}
 		return b
 	}
-	req := &REQ{LocalCommID: 0x11223344, ServiceID: ServiceID(PortSpaceTCP, 7174), LocalQPN: 0x11, StartingPSN: 0x123456,
+	req := &REQ{LocalCommID: 0x11223344, ServiceID: ServiceID(rdma.PortSpaceTCP, 7174), LocalQPN: 0x11, StartingPSN: 0x123456,
 		LocalCMResponseTimeout: 20, RemoteCMResponseTimeout: 18, MaxCMRetries: 15, Primary: Path{LocalACKTimeout: 14}}
 	req.SetECE(ece.ECE{VendorID: 0x15b3, Options: 0x30000001})
 	rej := &REJ{LocalCommID: 1, RemoteCommID: 2, Reason: RejectTimeout}

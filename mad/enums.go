@@ -1,6 +1,8 @@
 package mad
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // TransportServiceType is the REQ's 2-bit TransportServiceType (IBTA
 // 12.6.5 table 106; kernel cm_req_set_qp_type/cm_req_get_qp_type).
@@ -38,34 +40,6 @@ type ExtendedTransportType uint8
 
 // ExtendedTransportXRC is the only defined extended type (IBTA annex A14).
 const ExtendedTransportXRC ExtendedTransportType = 1
-
-// MTU is the 4-bit IB path MTU enumeration.
-type MTU uint8
-
-// Path MTU encodings.
-const (
-	MTU256  MTU = 1 // 256 bytes
-	MTU512  MTU = 2 // 512 bytes
-	MTU1024 MTU = 3 // 1024 bytes
-	MTU2048 MTU = 4 // 2048 bytes
-	MTU4096 MTU = 5 // 4096 bytes
-)
-
-// Bytes returns the MTU in bytes, or 0 for a value outside 1..5.
-func (m MTU) Bytes() int {
-	if m < MTU256 || m > MTU4096 {
-		return 0
-	}
-	return 128 << m
-}
-
-// String returns the MTU in bytes ("4096"), or "MTU(N)".
-func (m MTU) String() string {
-	if b := m.Bytes(); b != 0 {
-		return fmt.Sprint(b)
-	}
-	return fmt.Sprintf("MTU(%d)", uint8(m))
-}
 
 // MRAedMessage is MRA's 2-bit MessageMRAed (IBTA table 107; kernel
 // CM_MSG_RESPONSE_*). Value 3 is reserved; the kernel drops such MRAs.

@@ -3,7 +3,8 @@ package mad
 import (
 	"encoding/binary"
 	"fmt"
-	"net/netip"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Sizes of a CM MAD (IBTA vol. 1 §13.4.2: 24-byte common header and
@@ -196,20 +197,6 @@ func (h HeaderView) Header() Header {
 	}
 }
 
-// GID is a 128-bit InfiniBand global identifier. For RoCEv2 over IPv4 it
-// holds the IPv4-mapped IPv6 address.
-type GID [16]byte
-
-// Addr returns g as an IPv6 address (IPv4-mapped for RoCEv2/IPv4).
-func (g GID) Addr() netip.Addr { return netip.AddrFrom16(g) }
-
-// GIDFromAddr returns the GID of an IP address, mapping IPv4 into IPv6
-// as RoCEv2 GIDs do.
-func GIDFromAddr(a netip.Addr) GID { return a.As16() }
-
-// String returns the GID in IPv6 notation ("::ffff:192.0.2.1").
-func (g GID) String() string { return g.Addr().String() }
-
 // mad is the fixed-size form every view and encoder works on.
 type mad = [MADSize]byte
 
@@ -227,7 +214,7 @@ func put24(p *mad, o int, v uint32) {
 func put32(p *mad, o int, v uint32) { binary.BigEndian.PutUint32(p[o:o+4], v) }
 func put64(p *mad, o int, v uint64) { binary.BigEndian.PutUint64(p[o:o+8], v) }
 
-func getGID(p *mad, o int) (g GID) { copy(g[:], p[o:o+16]); return }
+func getGID(p *mad, o int) (g rdma.GID) { copy(g[:], p[o:o+16]); return }
 
 func bit(b bool) byte {
 	if b {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -49,14 +50,14 @@ func TestTimeout(t *testing.T) {
 
 func TestServiceID(t *testing.T) {
 	tests := []struct {
-		ps   PortSpace
+		ps   rdma.PortSpace
 		port uint16
 		id   uint64
 	}{
-		{PortSpaceTCP, 0x4e20, 0x0000_0000_0106_4e20},
-		{PortSpaceUDP, 7471, 0x0000_0000_0111_1d2f},
-		{PortSpaceIB, 1, 0x0000_0000_013f_0001},
-		{PortSpaceIPoIB, 0xffff, 0x0000_0000_0002_ffff},
+		{rdma.PortSpaceTCP, 0x4e20, 0x0000_0000_0106_4e20},
+		{rdma.PortSpaceUDP, 7471, 0x0000_0000_0111_1d2f},
+		{rdma.PortSpaceIB, 1, 0x0000_0000_013f_0001},
+		{rdma.PortSpaceIPoIB, 0xffff, 0x0000_0000_0002_ffff},
 	}
 	for _, tt := range tests {
 		if got := ServiceID(tt.ps, tt.port); got != tt.id {
@@ -192,7 +193,7 @@ func TestHeaderView(t *testing.T) {
 }
 
 func TestMTUBytes(t *testing.T) {
-	for m, want := range map[MTU]int{0: 0, MTU256: 256, MTU512: 512, MTU1024: 1024, MTU2048: 2048, MTU4096: 4096, 6: 0, 15: 0} {
+	for m, want := range map[rdma.MTU]int{0: 0, rdma.MTU256: 256, rdma.MTU512: 512, rdma.MTU1024: 1024, rdma.MTU2048: 2048, rdma.MTU4096: 4096, 6: 0, 15: 0} {
 		if got := m.Bytes(); got != want {
 			t.Errorf("MTU(%d).Bytes() = %d, want %d", m, got, want)
 		}

@@ -4,48 +4,20 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
-
-// PortSpace is an rdma_cm port space (kernel enum rdma_ucm_port_space).
-type PortSpace uint16
-
-// The rdma_cm port spaces.
-const (
-	PortSpaceIPoIB PortSpace = 0x0002 // RDMA_PS_IPOIB
-	PortSpaceTCP   PortSpace = 0x0106 // RDMA_PS_TCP, RC
-	PortSpaceUDP   PortSpace = 0x0111 // RDMA_PS_UDP, UD (SIDR)
-	PortSpaceIB    PortSpace = 0x013F // RDMA_PS_IB, RC or UD
-)
-
-// String returns "TCP", "UDP", "IB", "IPoIB" or "PortSpace(0xNNNN)".
-func (ps PortSpace) String() string {
-	switch ps {
-	case PortSpaceIPoIB:
-		return "IPoIB"
-	case PortSpaceTCP:
-		return "TCP"
-	case PortSpaceUDP:
-		return "UDP"
-	case PortSpaceIB:
-		return "IB"
-	}
-	return fmt.Sprintf("PortSpace(%#04x)", uint16(ps))
-}
-
-func (ps PortSpace) known() bool {
-	return ps == PortSpaceIPoIB || ps == PortSpaceTCP || ps == PortSpaceUDP || ps == PortSpaceIB
-}
 
 // ServiceID returns the service ID rdma_cm uses for an IP port
 // (IBTA annex A11; kernel cma_get_service_id): 0x0000_0000_PPPP_pppp
 // with PPPP the port space and pppp the destination (listening) port.
-func ServiceID(ps PortSpace, port uint16) uint64 { return uint64(ps)<<16 | uint64(port) }
+func ServiceID(ps rdma.PortSpace, port uint16) uint64 { return uint64(ps)<<16 | uint64(port) }
 
 // SplitServiceID reverses ServiceID. ok is false unless the upper 32
 // bits are zero and the port space is one of the four above.
-func SplitServiceID(id uint64) (ps PortSpace, port uint16, ok bool) {
-	ps, port = PortSpace(id>>16), uint16(id)
-	return ps, port, id>>32 == 0 && ps.known()
+func SplitServiceID(id uint64) (ps rdma.PortSpace, port uint16, ok bool) {
+	ps, port = rdma.PortSpace(id>>16), uint16(id)
+	return ps, port, id>>32 == 0 && ps.Valid()
 }
 
 // IPHeaderSize is the size of the rdma_cm IP private-data header.

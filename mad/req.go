@@ -1,6 +1,9 @@
 package mad
 
-import "github.com/go-rdma/rdmacm/ece"
+import (
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/rdma"
+)
 
 // Private-data and information field sizes in bytes (kernel enum
 // ib_cm_data_size): what is left of the 232-byte data area after each
@@ -25,10 +28,10 @@ const (
 // Path is one path of a REQ (primary or alternate) or LAP (alternate).
 // Local is the sender of the message, Remote its peer.
 type Path struct {
-	LocalLID  uint16 // 16 bits; 0xFFFF (permissive) on routed RoCE
-	RemoteLID uint16 // 16 bits
-	LocalGID  GID    // sender's port GID
-	RemoteGID GID    // peer's port GID
+	LocalLID  uint16   // 16 bits; 0xFFFF (permissive) on routed RoCE
+	RemoteLID uint16   // 16 bits
+	LocalGID  rdma.GID // sender's port GID
+	RemoteGID rdma.GID // peer's port GID
 	// FlowLabel is 20 bits.
 	FlowLabel uint32
 	// PacketRate is the 6-bit IB rate enum (3 = 10 Gb/s, ...).
@@ -184,7 +187,7 @@ type REQ struct {
 	LocalCMResponseTimeout  uint8  // 5 bits
 	RetryCount              uint8  // 3 bits
 	PartitionKey            uint16
-	PathMTU                 MTU // 4 bits
+	PathMTU                 rdma.MTU // 4 bits
 	RDCExists               bool
 	RNRRetryCount           uint8 // 3 bits
 	MaxCMRetries            uint8 // 4 bits
@@ -403,7 +406,9 @@ func (v REQView) RetryCount() uint8 {
 func (v REQView) PartitionKey() uint16 { return get16(v.p, reqPartitionKey) }
 
 // PathMTU is the 4-bit Path Packet Payload MTU enum.
-func (v REQView) PathMTU() MTU { return MTU(getBits(v.p[reqPathMTU], reqPathMTUShift, reqPathMTUBits)) }
+func (v REQView) PathMTU() rdma.MTU {
+	return rdma.MTU(getBits(v.p[reqPathMTU], reqPathMTUShift, reqPathMTUBits))
+}
 
 // RDCExists is the 1-bit RDC Exists flag (RD only).
 func (v REQView) RDCExists() bool { return getFlag(v.p[reqRDCExists], reqRDCExistsShift) }

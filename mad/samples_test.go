@@ -4,21 +4,22 @@ import (
 	"net/netip"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Shared test vectors. mlx5 ECE: vendor 0x15b3, options 0x30000001.
 var mlx5ECE = ece.ECE{VendorID: 0x15b3, Options: 0x30000001}
 
 var (
-	gidA = GIDFromAddr(netip.MustParseAddr("192.0.2.1"))
-	gidB = GIDFromAddr(netip.MustParseAddr("192.0.2.2"))
+	gidA = rdma.GIDFromAddr(netip.MustParseAddr("192.0.2.1"))
+	gidB = rdma.GIDFromAddr(netip.MustParseAddr("192.0.2.2"))
 )
 
 func sampleREQ() *REQ {
 	m := &REQ{
 		Header:                  Header{TransactionID: 0x0000_0001_1122_3344},
 		LocalCommID:             0x11223344,
-		ServiceID:               ServiceID(PortSpaceTCP, 20000),
+		ServiceID:               ServiceID(rdma.PortSpaceTCP, 20000),
 		LocalCAGUID:             0x0002_c903_0000_1234,
 		LocalQPN:                0x000123,
 		ResponderResources:      4,
@@ -30,7 +31,7 @@ func sampleREQ() *REQ {
 		LocalCMResponseTimeout:  20,
 		RetryCount:              7,
 		PartitionKey:            0xffff,
-		PathMTU:                 MTU4096,
+		PathMTU:                 rdma.MTU4096,
 		RNRRetryCount:           7,
 		MaxCMRetries:            15,
 		Primary: Path{
@@ -94,7 +95,7 @@ func sampleSIDRREP() *SIDRREP {
 		RequestID: 0x0000_0009,
 		Status:    SIDRSuccess,
 		QPN:       0x000789,
-		ServiceID: ServiceID(PortSpaceUDP, 7471),
+		ServiceID: ServiceID(rdma.PortSpaceUDP, 7471),
 		QKey:      0x01234567,
 	}
 	m.SetECE(mlx5ECE)
@@ -111,7 +112,7 @@ func sampleMessages() []Message {
 	rtu.PrivateData[223] = 0x99
 	dreq := &DREQ{LocalCommID: 5, RemoteCommID: 6, RemoteQPNEECN: 0xabcdef}
 	drep := &DREP{LocalCommID: 7, RemoteCommID: 8}
-	sidrReq := &SIDRREQ{RequestID: 9, PartitionKey: 0xffff, ServiceID: ServiceID(PortSpaceUDP, 7471)}
+	sidrReq := &SIDRREQ{RequestID: 9, PartitionKey: 0xffff, ServiceID: ServiceID(rdma.PortSpaceUDP, 7471)}
 	lap := &LAP{LocalCommID: 10, RemoteCommID: 11, RemoteQPNEECN: 0x123, RemoteCMResponseTimeout: 20,
 		Alternate: Path{LocalLID: 1, RemoteLID: 2, LocalGID: gidA, RemoteGID: gidB, FlowLabel: 0xfffff,
 			PacketRate: 0x3f, TrafficClass: 0xff, HopLimit: 0xff, SL: 15, SubnetLocal: true, LocalACKTimeout: 31}}

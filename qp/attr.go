@@ -1,10 +1,12 @@
 package qp
 
+import "github.com/go-rdma/rdmacm/rdma"
+
 // GRH holds the Global Route Header fields of an address vector
 // (struct ib_uverbs_global_route; IBTA vol. 1 §8.3).
 type GRH struct {
-	// DGID is the destination GID in network byte order.
-	DGID [16]byte
+	// DGID is the destination GID.
+	DGID rdma.GID
 	// FlowLabel is 20 bits.
 	FlowLabel uint32
 	// SGIDIndex selects the source GID in the port's GID table.
@@ -75,7 +77,7 @@ type Attr struct {
 	// AH is the primary address vector (MaskAV).
 	AH AH
 	// PathMTU is the path MTU (MaskPathMTU).
-	PathMTU MTU
+	PathMTU rdma.MTU
 	// Timeout is the local ACK timeout, 4.096 µs × 2^Timeout; 0 means
 	// infinite; 5 bits (MaskTimeout).
 	Timeout uint8

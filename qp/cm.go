@@ -1,28 +1,21 @@
 package qp
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/go-rdma/rdmacm/rdma"
+)
 
 // Path is one path of a connection, as the CM holds it (the struct
 // sa_path_rec fields the kernel copies into an address vector in
 // ib_init_ah_attr_from_path).
 type Path struct {
-	// DGID is the remote port GID (network byte order).
-	DGID [16]byte
+	// PathRecord holds the path's addresses, LIDs, GRH fields, SL, rate
+	// and MTU. SGID, SLID, PKey, PacketLifeTime and Flags are not used
+	// for the address vector.
+	rdma.PathRecord
 	// SGIDIndex selects the local GID.
 	SGIDIndex uint8
-	// HopLimit > 0 makes the kernel use the GRH on InfiniBand.
-	HopLimit     uint8
-	TrafficClass uint8
-	// FlowLabel is 20 bits.
-	FlowLabel uint32
-	// SL is the service level, 4 bits.
-	SL uint8
-	// Rate is the static rate (enum ibv_rate), from the path's rate.
-	Rate uint8
-	// MTU is the path MTU.
-	MTU MTU
-	// DLID is the remote LID (0 on RoCE).
-	DLID uint16
 	// SrcPathBits are the LMC bits of the local LID.
 	SrcPathBits uint8
 	// RoCE marks a RoCE port: the GRH is always used there.
@@ -266,7 +259,7 @@ func AltPathAttr(p CMParams, t QPType) (Attr, Mask, error) {
 		return Attr{}, 0, err
 	}
 	if p.Alt == nil {
-		return Attr{}, 0, fmt.Errorf("qp: alternate path attributes: %w: no alternate path", ErrInvalidValue)
+		return Attr{}, 0, fmt.Errorf("qp: alternate path attributes: %w: no alternate path", ErrInvalidArgument)
 	}
 	a := Attr{State: RTS, AltPath: p.altPath(), PathMigState: Rearm}
 	return checked(t, RTS, a, MaskAltPath|MaskPathMigState)

@@ -3,6 +3,8 @@ package qp
 import (
 	"errors"
 	"testing"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 func TestAckTimeout(t *testing.T) {
@@ -37,8 +39,11 @@ var testDGID = [16]byte{0: 0xfe, 1: 0x80, 15: 0x42}
 func roceParams() CMParams {
 	return CMParams{
 		Port: 1, PKeyIndex: 3,
-		Path: Path{DGID: testDGID, SGIDIndex: 2, HopLimit: 64, TrafficClass: 0x10,
-			FlowLabel: 0x12345, SL: 3, MTU: MTU1024, RoCE: true},
+		Path: Path{
+			PathRecord: rdma.PathRecord{DGID: testDGID, HopLimit: 64, TrafficClass: 0x10, FlowLabel: 0x12345, SL: 3, MTU: rdma.MTU1024},
+			SGIDIndex:  2,
+			RoCE:       true,
+		},
 		RemoteQPN: 0x11, LocalPSN: 0xabcdef, RemotePSN: 0x123456,
 		AckTimeout: 18, RetryCount: 6, RNRRetryCount: 7,
 		InitiatorDepth: 4, ResponderResources: 8, QKey: 0x01234567,
@@ -53,7 +58,7 @@ func TestCMMasks(t *testing.T) {
 	alt := roceParams()
 	alt.Path.RoCE = false
 	alt.Path.DLID = 7
-	alt.Alt = &CMAltPath{Path: Path{DLID: 9, MTU: MTU1024}, Port: 2, PKeyIndex: 1, AckTimeout: 14}
+	alt.Alt = &CMAltPath{Path: Path{PathRecord: rdma.PathRecord{DLID: 9, MTU: rdma.MTU1024}}, Port: 2, PKeyIndex: 1, AckTimeout: 14}
 	tests := []struct {
 		name string
 		f    build
@@ -132,7 +137,7 @@ func TestCMValues(t *testing.T) {
 		State: RTR,
 		AH: AH{PortNum: 1, SL: 3, IsGlobal: true,
 			GRH: GRH{DGID: testDGID, FlowLabel: 0x12345, SGIDIndex: 2, HopLimit: 64, TrafficClass: 0x10}},
-		PathMTU: MTU1024, DestQPN: 0x11, RQPSN: 0xabcdef, MaxDestRdAtomic: 8, MinRNRTimer: 0,
+		PathMTU: rdma.MTU1024, DestQPN: 0x11, RQPSN: 0xabcdef, MaxDestRdAtomic: 8, MinRNRTimer: 0,
 	}
 	if a != want {
 		t.Errorf("RC RTR =\n%+v\nwant\n%+v", a, want)
@@ -140,12 +145,12 @@ func TestCMValues(t *testing.T) {
 
 	// An IB path inside the subnet (hop limit 0) has no GRH.
 	ib := p
-	ib.Path = Path{DGID: testDGID, DLID: 0x20, SrcPathBits: 1, SL: 2, Rate: 7, MTU: MTU4096}
+	ib.Path = Path{PathRecord: rdma.PathRecord{DGID: testDGID, DLID: 0x20, SL: 2, Rate: 7, MTU: rdma.MTU4096}, SrcPathBits: 1}
 	a, _, _ = RTRAttr(ib, UC)
 	if a.AH != (AH{DLID: 0x20, SrcPathBits: 1, SL: 2, StaticRate: 7, PortNum: 1}) {
 		t.Errorf("IB AH = %+v", a.AH)
 	}
-	if a.MaxDestRdAtomic != 0 || a.MinRNRTimer != 0 || a.PathMTU != MTU4096 {
+	if a.MaxDestRdAtomic != 0 || a.MinRNRTimer != 0 || a.PathMTU != rdma.MTU4096 {
 		t.Errorf("UC RTR = %+v", a)
 	}
 
@@ -159,7 +164,7 @@ func TestCMValues(t *testing.T) {
 	}
 
 	alt := p
-	alt.Alt = &CMAltPath{Path: Path{DLID: 9, SL: 1, MTU: MTU1024}, Port: 2, PKeyIndex: 5, AckTimeout: 14}
+	alt.Alt = &CMAltPath{Path: Path{PathRecord: rdma.PathRecord{DLID: 9, SL: 1, MTU: rdma.MTU1024}}, Port: 2, PKeyIndex: 5, AckTimeout: 14}
 	a, _, _ = RTRAttr(alt, RC)
 	if a.AltPath != (AltPath{AH: AH{DLID: 9, SL: 1, PortNum: 2}, PKeyIndex: 5, PortNum: 2, Timeout: 14}) {
 		t.Errorf("alt path = %+v", a.AltPath)
@@ -189,18 +194,18 @@ func TestCMErrors(t *testing.T) {
 		{"GSI RTS", RTSAttr, roceParams(), GSI, ErrUnknownType},
 		{"UD before CM GSI", InitAttrBeforeCM, roceParams(), GSI, ErrUnknownType},
 		{"UD alt path", AltPathAttr, roceParams(), UD, ErrUnknownType},
-		{"no alt path", AltPathAttr, roceParams(), RC, ErrInvalidValue},
-		{"port 0", InitAttr, mod(func(p *CMParams) { p.Port = 0 }), RC, ErrInvalidValue},
-		{"UD port 0", InitAttr, mod(func(p *CMParams) { p.Port = 0 }), UD, ErrInvalidValue},
-		{"wide QPN", RTRAttr, mod(func(p *CMParams) { p.RemoteQPN = 1 << 24 }), RC, ErrInvalidValue},
-		{"wide local PSN", RTRAttr, mod(func(p *CMParams) { p.LocalPSN = 1 << 24 }), UC, ErrInvalidValue},
-		{"no MTU", RTRAttr, mod(func(p *CMParams) { p.Path.MTU = 0 }), RC, ErrInvalidValue},
-		{"SL 16", RTRAttr, mod(func(p *CMParams) { p.Path.SL = 16 }), RC, ErrInvalidValue},
-		{"RNR timer 32", RTRAttr, mod(func(p *CMParams) { p.MinRNRTimer = 32 }), RC, ErrInvalidValue},
-		{"wide remote PSN", RTSAttr, mod(func(p *CMParams) { p.RemotePSN = 1 << 24 }), RC, ErrInvalidValue},
-		{"retry 8", RTSAttr, mod(func(p *CMParams) { p.RetryCount = 8 }), RC, ErrInvalidValue},
-		{"RNR retry 8", RTSAttr, mod(func(p *CMParams) { p.RNRRetryCount = 8 }), RC, ErrInvalidValue},
-		{"timeout 32", RTSAttr, mod(func(p *CMParams) { p.AckTimeout = 32 }), RC, ErrInvalidValue},
+		{"no alt path", AltPathAttr, roceParams(), RC, ErrInvalidArgument},
+		{"port 0", InitAttr, mod(func(p *CMParams) { p.Port = 0 }), RC, ErrInvalidArgument},
+		{"UD port 0", InitAttr, mod(func(p *CMParams) { p.Port = 0 }), UD, ErrInvalidArgument},
+		{"wide QPN", RTRAttr, mod(func(p *CMParams) { p.RemoteQPN = 1 << 24 }), RC, ErrInvalidArgument},
+		{"wide local PSN", RTRAttr, mod(func(p *CMParams) { p.LocalPSN = 1 << 24 }), UC, ErrInvalidArgument},
+		{"no MTU", RTRAttr, mod(func(p *CMParams) { p.Path.MTU = 0 }), RC, ErrInvalidArgument},
+		{"SL 16", RTRAttr, mod(func(p *CMParams) { p.Path.SL = 16 }), RC, ErrInvalidArgument},
+		{"RNR timer 32", RTRAttr, mod(func(p *CMParams) { p.MinRNRTimer = 32 }), RC, ErrInvalidArgument},
+		{"wide remote PSN", RTSAttr, mod(func(p *CMParams) { p.RemotePSN = 1 << 24 }), RC, ErrInvalidArgument},
+		{"retry 8", RTSAttr, mod(func(p *CMParams) { p.RetryCount = 8 }), RC, ErrInvalidArgument},
+		{"RNR retry 8", RTSAttr, mod(func(p *CMParams) { p.RNRRetryCount = 8 }), RC, ErrInvalidArgument},
+		{"timeout 32", RTSAttr, mod(func(p *CMParams) { p.AckTimeout = 32 }), RC, ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

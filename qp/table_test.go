@@ -88,7 +88,7 @@ func parseSpec(t *testing.T) map[specKey]specAttrs {
 		}
 		var ts []QPType
 		if f[2] == "*" {
-			ts = Types
+			ts = Types()
 		} else {
 			for _, name := range strings.Split(f[2], ",") {
 				ts = append(ts, types[name])
@@ -104,7 +104,7 @@ func parseSpec(t *testing.T) map[specKey]specAttrs {
 	}
 	// Linux's validity is per transition: a legal pair is legal for all types.
 	for k := range spec {
-		for _, ty := range Types {
+		for _, ty := range Types() {
 			if _, ok := spec[specKey{ty, k.from, k.to}]; !ok {
 				t.Fatalf("spec has %v→%v for %v but not %v", k.from, k.to, k.t, ty)
 			}
@@ -126,9 +126,9 @@ var (
 func forEachCase(t *testing.T, keep func(bool, specAttrs) bool, f func(t *testing.T, k specKey, a specAttrs, legal bool)) {
 	spec := parseSpec(t)
 	n := 0
-	for _, ty := range Types {
-		for _, from := range States {
-			for _, to := range States {
+	for _, ty := range Types() {
+		for _, from := range States() {
+			for _, to := range States() {
 				k := specKey{ty, from, to}
 				a, ok := spec[k]
 				if !keep(ok, a) {
@@ -147,8 +147,8 @@ func forEachCase(t *testing.T, keep func(bool, specAttrs) bool, f func(t *testin
 func TestLegalPairs(t *testing.T) {
 	spec := parseSpec(t)
 	n := 0
-	for _, from := range States {
-		for _, to := range States {
+	for _, from := range States() {
+		for _, to := range States() {
 			_, want := spec[specKey{RC, from, to}]
 			if got := Legal(from, to); got != want {
 				t.Errorf("Legal(%v, %v) = %v, want %v", from, to, got, want)

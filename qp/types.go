@@ -23,8 +23,8 @@ const (
 	UD QPType = 4
 )
 
-// Types lists the QP types the transition table covers.
-var Types = []QPType{RC, UC, UD, GSI}
+// Types returns the QP types the transition table covers, in a new slice.
+func Types() []QPType { return []QPType{RC, UC, UD, GSI} }
 
 // Known reports whether t is a QP type the table covers.
 func (t QPType) Known() bool { return t >= GSI && t <= UD }
@@ -60,8 +60,8 @@ const (
 // NumStates is the number of QP states; valid states are below it.
 const NumStates = 7
 
-// States lists every QP state in numeric order.
-var States = []State{Reset, Init, RTR, RTS, SQD, SQE, Err}
+// States returns every QP state in numeric order, in a new slice.
+func States() []State { return []State{Reset, Init, RTR, RTS, SQD, SQE, Err} }
 
 // Valid reports whether s is one of the seven QP states.
 func (s State) Valid() bool { return s < NumStates }
@@ -182,47 +182,6 @@ func (a Access) String() string {
 		}
 	}
 	return strings.Join(parts, "|")
-}
-
-// MTU is a path MTU, coded as enum ibv_mtu.
-type MTU uint8
-
-// Path MTUs.
-const (
-	MTU256  MTU = 1
-	MTU512  MTU = 2
-	MTU1024 MTU = 3
-	MTU2048 MTU = 4
-	MTU4096 MTU = 5
-)
-
-// Valid reports whether m is MTU256..MTU4096.
-func (m MTU) Valid() bool { return m >= MTU256 && m <= MTU4096 }
-
-// Bytes returns the MTU in bytes (256 << (m-1)), or 0 if m is not valid.
-func (m MTU) Bytes() int {
-	if !m.Valid() {
-		return 0
-	}
-	return 128 << m
-}
-
-// MTUFromBytes returns the MTU code for exactly 256, 512, 1024, 2048 or
-// 4096 bytes.
-func MTUFromBytes(n int) (MTU, bool) {
-	for m := MTU256; m <= MTU4096; m++ {
-		if m.Bytes() == n {
-			return m, true
-		}
-	}
-	return 0, false
-}
-
-func (m MTU) String() string {
-	if m.Valid() {
-		return strconv.Itoa(m.Bytes())
-	}
-	return "MTU(" + strconv.Itoa(int(m)) + ")"
 }
 
 // MigState is the path migration state, as enum ibv_mig_state

@@ -3,6 +3,8 @@ package qp
 import (
 	"strings"
 	"testing"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Numeric values pinned from /usr/include/infiniband/verbs.h (libibverbs-dev
@@ -55,7 +57,7 @@ var wantAccess = map[string]uint32{
 	"RELAXED_ORDERING": 1 << 20,
 }
 
-var goMTU = map[string]MTU{"256": MTU256, "512": MTU512, "1024": MTU1024, "2048": MTU2048, "4096": MTU4096}
+var goMTU = map[string]rdma.MTU{"256": rdma.MTU256, "512": rdma.MTU512, "1024": rdma.MTU1024, "2048": rdma.MTU2048, "4096": rdma.MTU4096}
 var wantMTU = map[string]uint8{"256": 1, "512": 2, "1024": 3, "2048": 4, "4096": 5}
 
 var goMig = map[string]MigState{"MIGRATED": Migrated, "REARM": Rearm, "ARMED": Armed}
@@ -126,8 +128,8 @@ func TestStrings(t *testing.T) {
 		{Access(0).String(), "0"},
 		{(AccessRemoteWrite | AccessRemoteRead).String(), "REMOTE_WRITE|REMOTE_READ"},
 		{(AccessRelaxedOrdering | 1<<30).String(), "RELAXED_ORDERING|0x40000000"},
-		{MTU1024.String(), "1024"},
-		{MTU(0).String(), "MTU(0)"},
+		{rdma.MTU1024.String(), "1024"},
+		{rdma.MTU(0).String(), "MTU(0)"},
 		{Migrated.String(), "MIGRATED"},
 		{Rearm.String(), "REARM"},
 		{Armed.String(), "ARMED"},
@@ -158,21 +160,21 @@ func TestMTU(t *testing.T) {
 		if got := m.String(); got != name {
 			t.Errorf("%d.String() = %q, want %q", m, got, name)
 		}
-		back, ok := MTUFromBytes(m.Bytes())
+		back, ok := rdma.MTUFromBytes(m.Bytes())
 		if !ok || back != m {
 			t.Errorf("MTUFromBytes(%d) = %v, %v; want %v", m.Bytes(), back, ok, m)
 		}
 	}
-	if MTU256.Bytes() != 256 || MTU4096.Bytes() != 4096 {
-		t.Errorf("Bytes: 256→%d 4096→%d", MTU256.Bytes(), MTU4096.Bytes())
+	if rdma.MTU256.Bytes() != 256 || rdma.MTU4096.Bytes() != 4096 {
+		t.Errorf("Bytes: 256→%d 4096→%d", rdma.MTU256.Bytes(), rdma.MTU4096.Bytes())
 	}
-	for _, m := range []MTU{0, 6, 255} {
+	for _, m := range []rdma.MTU{0, 6, 255} {
 		if m.Valid() || m.Bytes() != 0 {
 			t.Errorf("MTU(%d): Valid=%v Bytes=%d, want false, 0", m, m.Valid(), m.Bytes())
 		}
 	}
 	for _, n := range []int{0, 255, 300, 1500, 8192, -1} {
-		if m, ok := MTUFromBytes(n); ok {
+		if m, ok := rdma.MTUFromBytes(n); ok {
 			t.Errorf("MTUFromBytes(%d) = %v, want not ok", n, m)
 		}
 	}

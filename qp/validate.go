@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -14,8 +16,9 @@ var (
 	ErrMissingAttr = errors.New("qp: missing required attribute")
 	// ErrForbiddenAttr: the mask has an attribute the transition does not allow.
 	ErrForbiddenAttr = errors.New("qp: attribute not allowed")
-	// ErrInvalidValue: an attribute value is out of its range.
-	ErrInvalidValue = errors.New("qp: attribute value out of range")
+	// ErrInvalidArgument: an attribute value is out of its range (package
+	// rdma's sentinel; the error is a *ValueError).
+	ErrInvalidArgument = rdma.ErrInvalidArgument
 	// ErrUnknownType: the QP type is not one this package covers.
 	ErrUnknownType = errors.New("qp: unknown QP type")
 )
@@ -69,7 +72,7 @@ func (e *TransitionError) Is(target error) bool {
 }
 
 // ValueError reports an attribute value outside its range. It matches
-// ErrInvalidValue.
+// ErrInvalidArgument.
 type ValueError struct {
 	// Field names the attribute: a mask name, or MASK.FIELD for a part
 	// of an address vector ("AV.SL", "ALT_PATH.PORT").
@@ -85,8 +88,8 @@ func (e *ValueError) Error() string {
 	return fmt.Sprintf("qp: %s = %d, want %d..%d", e.Field, e.Value, e.Min, e.Max)
 }
 
-// Is reports whether target is ErrInvalidValue.
-func (e *ValueError) Is(target error) bool { return target == ErrInvalidValue }
+// Is reports whether target is ErrInvalidArgument.
+func (e *ValueError) Is(target error) bool { return target == ErrInvalidArgument }
 
 // Validate checks a Modify QP mask for a QP of type t moving from one state
 // to the other, as the kernel's ib_modify_qp_is_ok does, before any syscall.
@@ -182,7 +185,7 @@ func checkValues(a *Attr, mask Mask) error {
 	checks := [...]rangeCheck{
 		// The kernel rejects port 0 (rdma_is_port_valid in uverbs modify_qp).
 		{MaskPort, "PORT", uint64(a.Port), 1, 255},
-		{MaskPathMTU, "PATH_MTU", uint64(a.PathMTU), uint64(MTU256), uint64(MTU4096)},
+		{MaskPathMTU, "PATH_MTU", uint64(a.PathMTU), uint64(rdma.MTU256), uint64(rdma.MTU4096)},
 		{MaskTimeout, "TIMEOUT", uint64(a.Timeout), 0, maxTimer},
 		{MaskRetryCnt, "RETRY_CNT", uint64(a.RetryCnt), 0, maxRetry},
 		{MaskRNRRetry, "RNR_RETRY", uint64(a.RNRRetry), 0, maxRetry},

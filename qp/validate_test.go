@@ -3,6 +3,8 @@ package qp
 import (
 	"errors"
 	"testing"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 func TestValidateMessage(t *testing.T) {
@@ -21,7 +23,7 @@ func TestValidateMessage(t *testing.T) {
 	if !errors.Is(err, ErrMissingAttr) || !errors.Is(err, ErrForbiddenAttr) || errors.Is(err, ErrIllegalTransition) {
 		t.Errorf("sentinels of %v", err)
 	}
-	if errors.Is(err, ErrInvalidValue) || errors.Is(err, ErrUnknownType) {
+	if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrUnknownType) {
 		t.Errorf("%v matches an unrelated sentinel", err)
 	}
 	var te *TransitionError
@@ -39,8 +41,8 @@ func TestValidateBadInputs(t *testing.T) {
 	}{
 		{"raw packet type", QPType(8), Reset, Init, ErrUnknownType},
 		{"type 0", QPType(0), Reset, Init, ErrUnknownType},
-		{"from 7", RC, State(7), Err, ErrInvalidValue},
-		{"to 7", RC, Reset, State(7), ErrInvalidValue},
+		{"from 7", RC, State(7), Err, ErrInvalidArgument},
+		{"to 7", RC, Reset, State(7), ErrInvalidArgument},
 		{"RESET→ERR", RC, Reset, Err, ErrIllegalTransition},
 		{"RTR→RTR", UD, RTR, RTR, ErrIllegalTransition},
 		{"RESET→RTS", UC, Reset, RTS, ErrIllegalTransition},
@@ -74,10 +76,10 @@ func TestCheckStates(t *testing.T) {
 	if err := Check(RC, RTR, &Attr{}, MaskMinRNRTimer); !errors.Is(err, ErrIllegalTransition) {
 		t.Errorf("RTR modify without STATE: %v, want ErrIllegalTransition", err)
 	}
-	if err := Check(RC, Init, &Attr{State: 9}, MaskState); !errors.Is(err, ErrInvalidValue) {
+	if err := Check(RC, Init, &Attr{State: 9}, MaskState); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("STATE 9: %v", err)
 	}
-	if err := Check(RC, Init, &Attr{State: Init, CurState: 9}, MaskState|MaskCurState); !errors.Is(err, ErrInvalidValue) {
+	if err := Check(RC, Init, &Attr{State: Init, CurState: 9}, MaskState|MaskCurState); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("CUR_STATE 9: %v", err)
 	}
 	// nil reads as the zero Attr: State RESET.
@@ -90,7 +92,7 @@ func goodRTR() Attr {
 	return Attr{
 		State:   RTR,
 		AH:      AH{PortNum: 1, SL: 15, GRH: GRH{FlowLabel: 1<<20 - 1}, IsGlobal: true},
-		PathMTU: MTU4096, DestQPN: 1<<24 - 1, RQPSN: 1<<24 - 1,
+		PathMTU: rdma.MTU4096, DestQPN: 1<<24 - 1, RQPSN: 1<<24 - 1,
 		MaxDestRdAtomic: 16, MinRNRTimer: 31,
 		AltPath: AltPath{AH: AH{PortNum: 2}, PortNum: 2, Timeout: 31},
 	}
@@ -126,7 +128,7 @@ func TestCheckValues(t *testing.T) {
 		tt.mutate(&a)
 		err := Check(RC, Init, &a, rtrMask)
 		var ve *ValueError
-		if !errors.As(err, &ve) || ve.Field != tt.field || !errors.Is(err, ErrInvalidValue) {
+		if !errors.As(err, &ve) || ve.Field != tt.field || !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: got %v", tt.field, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,12 +17,12 @@ import (
 func AllocBufferAt(addr uint64, size int) (*Buffer, error) {
 	page := os.Getpagesize()
 	if size <= 0 || addr%uint64(page) != 0 {
-		return nil, fmt.Errorf("%w: buffer of %d bytes at %#x (want a positive size at a page-aligned address)", ErrInvalid, size, addr)
+		return nil, fmt.Errorf("uverbs: %w: buffer of %d bytes at %#x (want a positive size at a page-aligned address)", ErrInvalidArgument, size, addr)
 	}
 	n := (size + page - 1) / page * page
 	mem, err := abi.MmapAnonAt(addr, n)
 	if err != nil {
-		return nil, &OpError{Op: fmt.Sprintf("mmap %d bytes at %#x", n, addr), Err: err}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("mmap %d bytes at %#x", n, addr), Err: err}
 	}
 	_ = unix.Madvise(mem, unix.MADV_DONTFORK)
 	return &Buffer{mem: mem[:size:n], at: true}, nil

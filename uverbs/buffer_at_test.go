@@ -20,8 +20,8 @@ func TestAllocBufferAt(t *testing.T) {
 	if _, err := AllocBufferAt(addr, 10); !errors.Is(err, unix.EEXIST) {
 		t.Fatalf("second buffer at the same address: %v, want EEXIST", err)
 	}
-	if _, err := AllocBufferAt(addr+1, 10); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("unaligned address: %v, want ErrInvalid", err)
+	if _, err := AllocBufferAt(addr+1, 10); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unaligned address: %v, want ErrInvalidArgument", err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,7 +86,7 @@ func TestExtendedWriteEncoding(t *testing.T) {
 func TestModifyQPEncoding(t *testing.T) {
 	x, path := fileContext(t)
 	q := &QP{pd: &PD{ctx: x}, handle: 9, typ: qp.RC, state: qp.Init, port: 1}
-	a := qp.Attr{State: qp.RTR, PathMTU: qp.MTU1024, DestQPN: 0x123456, RQPSN: 0xabcdef, MaxDestRdAtomic: 1, MinRNRTimer: 12,
+	a := qp.Attr{State: qp.RTR, PathMTU: rdma.MTU1024, DestQPN: 0x123456, RQPSN: 0xabcdef, MaxDestRdAtomic: 1, MinRNRTimer: 12,
 		AH: qp.AH{IsGlobal: true, PortNum: 1, GRH: qp.GRH{DGID: [16]byte{0: 0xfe, 15: 1}, SGIDIndex: 1, HopLimit: 64}}}
 	mask := qp.MaskState | qp.MaskAV | qp.MaskPathMTU | qp.MaskDestQPN | qp.MaskRQPSN | qp.MaskMaxDestRdAtomic | qp.MaskMinRNRTimer
 	if err := q.Modify(&a, mask); err != nil {

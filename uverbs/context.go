@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -242,7 +242,7 @@ func (x *Context) lockOpen(op string) error {
 	x.mu.Lock()
 	if x.closed {
 		x.mu.Unlock()
-		return &OpError{Op: op, Device: x.dev.Name, Err: ErrClosed}
+		return &rdma.OpError{Pkg: "uverbs", Op: op, Device: x.dev.Name, Err: ErrClosed}
 	}
 	return nil
 }
@@ -306,8 +306,8 @@ func values[K comparable, V any](m map[K]V) []V {
 // DeviceAttr is what QUERY_DEVICE (extended) reports.
 type DeviceAttr struct {
 	FWVersion       uint64
-	NodeGUID        GUID
-	SysImageGUID    GUID
+	NodeGUID        rdma.GUID
+	SysImageGUID    rdma.GUID
 	MaxMRSize       uint64
 	PageSizeCap     uint64
 	VendorID        uint32
@@ -377,8 +377,8 @@ func (x *Context) QueryDevice() (DeviceAttr, error) {
 // PortAttr is what QUERY_PORT reports.
 type PortAttr struct {
 	State         PortState
-	MaxMTU        qp.MTU
-	ActiveMTU     qp.MTU
+	MaxMTU        rdma.MTU
+	ActiveMTU     rdma.MTU
 	GIDTableLen   int
 	PortCapFlags  uint32
 	PortCapFlags2 uint16
@@ -401,7 +401,7 @@ type PortAttr struct {
 func (x *Context) QueryPort(port int) (PortAttr, error) {
 	var a PortAttr
 	if port < 1 || port > 255 {
-		return a, &OpError{Op: "query port", Device: x.dev.Name, Err: fmt.Errorf("%w: port %d", ErrInvalid, port)}
+		return a, &rdma.OpError{Pkg: "uverbs", Op: "query port", Device: x.dev.Name, Err: fmt.Errorf("%w: port %d", ErrInvalidArgument, port)}
 	}
 	if err := x.lockOpen("query port"); err != nil {
 		return a, err
@@ -423,7 +423,7 @@ func (x *Context) QueryPort(port int) (PortAttr, error) {
 		return a, opErr(fmt.Sprintf("query port %d", port), x.dev.Name, err)
 	}
 	r := &resp.LegacyResp
-	a.State, a.MaxMTU, a.ActiveMTU = PortState(r.State), qp.MTU(r.MaxMTU), qp.MTU(r.ActiveMTU)
+	a.State, a.MaxMTU, a.ActiveMTU = PortState(r.State), rdma.MTU(r.MaxMTU), rdma.MTU(r.ActiveMTU)
 	a.GIDTableLen, a.PortCapFlags, a.PortCapFlags2 = int(r.GIDTblLen), r.PortCapFlags, resp.PortCapFlags2
 	a.MaxMsgSize, a.PKeyTableLen, a.LID, a.SMLID = r.MaxMsgSz, int(r.PkeyTblLen), r.LID, r.SmLID
 	a.LMC, a.SMSL, a.ActiveWidth, a.ActiveSpeed = r.LMC, r.SmSL, r.ActiveWidth, r.ActiveSpeed
@@ -484,7 +484,7 @@ func gidEntries(entries []abi.UverbsGIDEntry, num uint64) []GIDEntry {
 	entries = entries[:min(num, uint64(len(entries)))]
 	out := make([]GIDEntry, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, GIDEntry{Port: int(e.PortNum), Index: int(e.GIDIndex), GID: GID(e.GID),
+		out = append(out, GIDEntry{Port: int(e.PortNum), Index: int(e.GIDIndex), GID: rdma.GID(e.GID),
 			Type: GIDType(e.GIDType), NetdevIndex: int(e.NetdevIfindex)})
 	}
 	return out
@@ -519,6 +519,8 @@ const (
 	EventQPAccessErr  AsyncEventType = 3
 	EventCommEst      AsyncEventType = 4
 	EventSQDrained    AsyncEventType = 5
+	EventPathMig      AsyncEventType = 6
+	EventPathMigErr   AsyncEventType = 7
 	EventDeviceFatal  AsyncEventType = 8
 	EventPortActive   AsyncEventType = 9
 	EventPortErr      AsyncEventType = 10

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -109,7 +110,7 @@ func (cq *CQ) Size() int { return cq.cqe }
 // or CREATE_CQ), and maps its ring when the provider shares one.
 func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 	if cqe < 1 {
-		return nil, &OpError{Op: "create CQ", Device: x.dev.Name, Err: fmt.Errorf("%w: %d entries", ErrInvalid, cqe)}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: "create CQ", Device: x.dev.Name, Err: fmt.Errorf("%w: %d entries", ErrInvalidArgument, cqe)}
 	}
 	if err := x.lockOpen("create CQ"); err != nil {
 		return nil, err
@@ -205,7 +206,7 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	n := cq.ops.poll(wc)
 	cq.mu.Unlock()
 	if n < 0 {
-		return 0, opErr("poll CQ", cq.ctx.dev.Name, fmt.Errorf("%w: completion for an unknown QP or of an unknown kind", ErrInvalid))
+		return 0, opErr("poll CQ", cq.ctx.dev.Name, fmt.Errorf("%w: completion for an unknown QP or of an unknown kind", ErrInvalidArgument))
 	}
 	return n, nil
 }
@@ -255,19 +256,19 @@ type WCStatus uint32
 
 // Work completion statuses (IBTA vol. 1 §11.6.2).
 const (
-	WCSuccess       WCStatus = 0
-	WCLocLenErr     WCStatus = 1
-	WCLocQPOpErr    WCStatus = 2
-	WCLocProtErr    WCStatus = 4
-	WCWRFlushErr    WCStatus = 5
-	WCBadRespErr    WCStatus = 7
-	WCLocAccessErr  WCStatus = 8
-	WCRemInvReqErr  WCStatus = 9
-	WCRemAccessErr  WCStatus = 10
-	WCRemOpErr      WCStatus = 11
-	WCRetryExcErr   WCStatus = 12
-	WCRNRRetryExcEr WCStatus = 13
-	WCGeneralErr    WCStatus = 21
+	WCSuccess        WCStatus = 0
+	WCLocLenErr      WCStatus = 1
+	WCLocQPOpErr     WCStatus = 2
+	WCLocProtErr     WCStatus = 4
+	WCWRFlushErr     WCStatus = 5
+	WCBadRespErr     WCStatus = 7
+	WCLocAccessErr   WCStatus = 8
+	WCRemInvReqErr   WCStatus = 9
+	WCRemAccessErr   WCStatus = 10
+	WCRemOpErr       WCStatus = 11
+	WCRetryExcErr    WCStatus = 12
+	WCRNRRetryExcErr WCStatus = 13
+	WCGeneralErr     WCStatus = 21
 )
 
 var wcStatusNames = map[WCStatus]string{

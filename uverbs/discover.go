@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,8 +38,8 @@ func Devices() ([]Device, error) { return DefaultDiscovery.Devices() }
 type Device struct {
 	Name         string // "rxe0", "mlx5_0"
 	NodeType     NodeType
-	NodeGUID     GUID
-	SysImageGUID GUID
+	NodeGUID     rdma.GUID
+	SysImageGUID rdma.GUID
 	NodeDesc     string
 	FWVersion    string
 	// Parent is the netdev a software device (rxe, siw) runs on.
@@ -79,7 +79,7 @@ type Port struct {
 	// netdev MTU minus 80 header bytes, rounded down to an IB MTU, at most
 	// 4096); 0 when unknown. Context.QueryPort gives the device's own
 	// value.
-	ActiveMTU qp.MTU
+	ActiveMTU rdma.MTU
 	GIDs      []GIDEntry
 }
 
@@ -142,10 +142,10 @@ func (d Discovery) Devices() ([]Device, error) {
 	verbsDir := d.sysClass("infiniband_verbs")
 	entries, err := os.ReadDir(ibDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, &OpError{Op: "list devices", Path: ibDir, Err: err}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: "list devices", Path: ibDir, Err: err}
 	}
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("%w: %s is missing or empty and no uverbs device is in %s or %s (load an RDMA driver, e.g. `rdma link add rxe0 type rxe netdev eth0`)",
+		return nil, fmt.Errorf("uverbs: %w: %s is missing or empty and no uverbs device is in %s or %s (load an RDMA driver, e.g. `rdma link add rxe0 type rxe netdev eth0`)",
 			ErrNoDevice, ibDir, verbsDir, d.devPath(""))
 	}
 	if err := d.checkABI(); err != nil {
@@ -193,7 +193,7 @@ func (d Discovery) Device(name string) (Device, error) {
 		}
 		names = append(names, dev.Name)
 	}
-	return Device{}, fmt.Errorf("%w: %q not in %s (found %s)", ErrNoDevice, name, d.sysClass("infiniband"), strings.Join(names, ", "))
+	return Device{}, fmt.Errorf("uverbs: %w: %q not in %s (found %s)", ErrNoDevice, name, d.sysClass("infiniband"), strings.Join(names, ", "))
 }
 
 // checkABI reads the global uverbs ABI version, which must be 6.
@@ -202,12 +202,12 @@ func (d Discovery) checkABI() error {
 	v, err := readInt(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: %s is missing: the ib_uverbs module is not loaded", ErrNoDevice, p)
+			return fmt.Errorf("uverbs: %w: %s is missing: the ib_uverbs module is not loaded", ErrNoDevice, p)
 		}
-		return &OpError{Op: "read uverbs ABI version", Path: p, Err: err}
+		return &rdma.OpError{Pkg: "uverbs", Op: "read uverbs ABI version", Path: p, Err: err}
 	}
 	if v != abi.UverbsABIVersion {
-		return fmt.Errorf("%w: %s says %d, this package speaks uverbs ABI %d", ErrABIVersion, p, v, abi.UverbsABIVersion)
+		return fmt.Errorf("uverbs: %w: %s says %d, this package speaks uverbs ABI %d", ErrABIVersion, p, v, abi.UverbsABIVersion)
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func (d Discovery) charDevs(class, prefix string) (map[string][]CharDev, error) 
 		if errors.Is(err, fs.ErrNotExist) {
 			return out, nil
 		}
-		return out, &OpError{Op: "list " + class, Path: dir, Err: err}
+		return out, &rdma.OpError{Pkg: "uverbs", Op: "list " + class, Path: dir, Err: err}
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -287,14 +287,14 @@ func (d Discovery) device(name string) (Device, error) {
 	dev := Device{Name: name, SysPath: dir}
 	nt, err := readInt(filepath.Join(dir, "node_type"))
 	if err != nil {
-		return dev, &OpError{Op: "read node type", Device: name, Path: filepath.Join(dir, "node_type"), Err: err}
+		return dev, &rdma.OpError{Pkg: "uverbs", Op: "read node type", Device: name, Path: filepath.Join(dir, "node_type"), Err: err}
 	}
 	dev.NodeType = NodeType(nt)
 	if s, err := readTrim(filepath.Join(dir, "node_guid")); err == nil {
-		dev.NodeGUID, _ = ParseGUID(s)
+		dev.NodeGUID, _ = rdma.ParseGUID(s)
 	}
 	if s, err := readTrim(filepath.Join(dir, "sys_image_guid")); err == nil {
-		dev.SysImageGUID, _ = ParseGUID(s)
+		dev.SysImageGUID, _ = rdma.ParseGUID(s)
 	}
 	dev.NodeDesc, _ = readTrim(filepath.Join(dir, "node_desc"))
 	dev.FWVersion, _ = readTrim(filepath.Join(dir, "fw_ver"))
@@ -304,7 +304,7 @@ func (d Discovery) device(name string) (Device, error) {
 	}
 	ports, err := os.ReadDir(filepath.Join(dir, "ports"))
 	if err != nil {
-		return dev, &OpError{Op: "list ports", Device: name, Path: filepath.Join(dir, "ports"), Err: err}
+		return dev, &rdma.OpError{Pkg: "uverbs", Op: "list ports", Device: name, Path: filepath.Join(dir, "ports"), Err: err}
 	}
 	for _, pe := range ports {
 		num, err := strconv.Atoi(pe.Name())
@@ -325,7 +325,7 @@ func (d Discovery) port(dev Device, dir string, num int) (Port, error) {
 	p := Port{Num: num}
 	st, err := readInt(filepath.Join(dir, "state"))
 	if err != nil {
-		return p, &OpError{Op: "read port state", Device: dev.Name, Path: filepath.Join(dir, "state"), Err: err}
+		return p, &rdma.OpError{Pkg: "uverbs", Op: "read port state", Device: dev.Name, Path: filepath.Join(dir, "state"), Err: err}
 	}
 	p.State = PortState(st)
 	ps, _ := readInt(filepath.Join(dir, "phys_state"))
@@ -368,19 +368,19 @@ func (d Discovery) port(dev Device, dir string, num int) (Port, error) {
 // RoCEMTU is the IB MTU soft-RoCE derives from a netdev MTU (rxe_param.h
 // eth_mtu_int_to_enum: subtract the 80-byte maximum header, round down to
 // an IB MTU, at most 4096; below 256 it uses 256).
-func RoCEMTU(netdevMTU int) qp.MTU {
+func RoCEMTU(netdevMTU int) rdma.MTU {
 	n := netdevMTU - 80
 	switch {
 	case n >= 4096:
-		return qp.MTU4096
+		return rdma.MTU4096
 	case n >= 2048:
-		return qp.MTU2048
+		return rdma.MTU2048
 	case n >= 1024:
-		return qp.MTU1024
+		return rdma.MTU1024
 	case n >= 512:
-		return qp.MTU512
+		return rdma.MTU512
 	}
-	return qp.MTU256
+	return rdma.MTU256
 }
 
 // gids reads the valid entries of a port's GID table: non-zero GIDs whose
@@ -401,7 +401,7 @@ func (d Discovery) gids(portDir string, port int, ll LinkLayer) []GIDEntry {
 		if err != nil {
 			continue
 		}
-		g, err := ParseGID(s)
+		g, err := rdma.ParseGID(s)
 		if err != nil || g.IsZero() {
 			continue
 		}
@@ -429,31 +429,31 @@ func (d Discovery) gids(portDir string, port int, ll LinkLayer) []GIDEntry {
 // problems name the node.
 func openNode(c CharDev, dev string) (int, error) {
 	if c.Path == "" {
-		return -1, fmt.Errorf("%w: %s has no uverbs character device (nothing in /sys/class/infiniband_verbs names it)", ErrNoDevice, dev)
+		return -1, fmt.Errorf("uverbs: %w: %s has no uverbs character device (nothing in /sys/class/infiniband_verbs names it)", ErrNoDevice, dev)
 	}
 	fd, err := openFile(c.Path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			return -1, fmt.Errorf("%w: %s: device node %s does not exist", ErrNoDevice, dev, c.Path)
+			return -1, fmt.Errorf("uverbs: %w: %s: device node %s does not exist", ErrNoDevice, dev, c.Path)
 		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
-			return -1, &OpError{Op: "open", Device: dev, Path: c.Path,
+			return -1, &rdma.OpError{Pkg: "uverbs", Op: "open", Device: dev, Path: c.Path,
 				Err: fmt.Errorf("no read-write access to the device node (check its mode, or udev rules / group membership): %w", err)}
 		}
-		return -1, &OpError{Op: "open", Device: dev, Path: c.Path, Err: err}
+		return -1, &rdma.OpError{Pkg: "uverbs", Op: "open", Device: dev, Path: c.Path, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, &OpError{Op: "stat", Device: dev, Path: c.Path, Err: err}
+		return -1, &rdma.OpError{Pkg: "uverbs", Op: "stat", Device: dev, Path: c.Path, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		unix.Close(fd)
-		return -1, fmt.Errorf("%w: %s: %s is not a character device", ErrNoDevice, dev, c.Path)
+		return -1, fmt.Errorf("uverbs: %w: %s: %s is not a character device", ErrNoDevice, dev, c.Path)
 	}
 	if c.Major != 0 && (unix.Major(uint64(st.Rdev)) != c.Major || unix.Minor(uint64(st.Rdev)) != c.Minor) {
 		unix.Close(fd)
-		return -1, fmt.Errorf("%w: %s: %s is %d:%d but sysfs says %d:%d", ErrNoDevice, dev, c.Path,
+		return -1, fmt.Errorf("uverbs: %w: %s: %s is %d:%d but sysfs says %d:%d", ErrNoDevice, dev, c.Path,
 			unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev)), c.Major, c.Minor)
 	}
 	return fd, nil

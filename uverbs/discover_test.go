@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -105,7 +105,7 @@ func TestDiscoverRXE(t *testing.T) {
 	if d.Name != "rxe0" || d.NodeType != NodeCA || d.NodeGUID.String() != "5054:00ff:fe12:3456" || d.Parent != "eth0" {
 		t.Errorf("device %+v", d)
 	}
-	if d.NodeGUID != (GUID{0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56}) {
+	if d.NodeGUID != (rdma.GUID{0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56}) {
 		t.Errorf("GUID bytes % x", d.NodeGUID)
 	}
 	wantVerbs := CharDev{Name: "uverbs0", Path: filepath.Join(f.root, "dev/infiniband/uverbs0"), Major: 231, Minor: 192, ABIVersion: 2, Present: true}
@@ -126,7 +126,7 @@ func TestDiscoverRXE(t *testing.T) {
 	}
 	p := d.Ports[0]
 	if p.Num != 1 || p.State != PortActive || p.PhysState != PhysLinkUp || p.LinkLayer != LinkEthernet ||
-		p.Netdev != "eth0" || p.NetdevMTU != 1500 || p.ActiveMTU != qp.MTU1024 || p.CapMask != 0x890000 {
+		p.Netdev != "eth0" || p.NetdevMTU != 1500 || p.ActiveMTU != rdma.MTU1024 || p.CapMask != 0x890000 {
 		t.Errorf("port %+v", p)
 	}
 	want := []struct {
@@ -305,17 +305,17 @@ func TestOpenErrorsNameTheNode(t *testing.T) {
 }
 
 func TestParseGIDAndGUID(t *testing.T) {
-	g, err := ParseGID("fe80:0000:0000:0000:5054:00ff:fe12:3456")
+	g, err := rdma.ParseGID("fe80:0000:0000:0000:5054:00ff:fe12:3456")
 	if err != nil || g[0] != 0xfe || g[15] != 0x56 {
 		t.Fatalf("%v %v", g, err)
 	}
 	for _, bad := range []string{"", "fe80::1", "fe80:0:0:0:0:0:0:zz", "1:2:3:4:5:6:7:8:9"} {
-		if _, err := ParseGID(bad); err == nil {
+		if _, err := rdma.ParseGID(bad); err == nil {
 			t.Errorf("ParseGID(%q) accepted", bad)
 		}
 	}
 	for _, bad := range []string{"", "5054:00ff:fe12", "5054:00ff:fe12:34567", "x054:00ff:fe12:3456"} {
-		if _, err := ParseGUID(bad); err == nil {
+		if _, err := rdma.ParseGUID(bad); err == nil {
 			t.Errorf("ParseGUID(%q) accepted", bad)
 		}
 	}
@@ -324,8 +324,8 @@ func TestParseGIDAndGUID(t *testing.T) {
 func TestRoCEMTU(t *testing.T) {
 	for _, c := range []struct {
 		netdev int
-		want   qp.MTU
-	}{{1500, qp.MTU1024}, {1103, qp.MTU512}, {1104, qp.MTU1024}, {2128, qp.MTU2048}, {4176, qp.MTU4096}, {9000, qp.MTU4096}, {300, qp.MTU256}} {
+		want   rdma.MTU
+	}{{1500, rdma.MTU1024}, {1103, rdma.MTU512}, {1104, rdma.MTU1024}, {2128, rdma.MTU2048}, {4176, rdma.MTU4096}, {9000, rdma.MTU4096}, {300, rdma.MTU256}} {
 		if got := RoCEMTU(c.netdev); got != c.want {
 			t.Errorf("RoCEMTU(%d) = %v, want %v", c.netdev, got, c.want)
 		}

@@ -126,7 +126,7 @@ func rawRead(fd uintptr, buf []byte) (int, error) {
 // internal/poll's "use of closed file") to ErrClosed.
 func (e *eventFile) closedErr(err error) error {
 	if e.closed.Load() || errors.Is(err, os.ErrClosed) {
-		return ErrClosed
+		return opError("read events", "", ErrClosed)
 	}
 	return err
 }

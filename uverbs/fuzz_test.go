@@ -3,11 +3,11 @@ package uverbs
 import (
 	"bytes"
 	"encoding/binary"
-	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -183,57 +183,6 @@ func FuzzParseNLAttrs(f *testing.F) {
 	})
 }
 
-// FuzzParseGID parses arbitrary sysfs GID text: what parses formats back
-// to the canonical sysfs form (8 groups of 4 lowercase hex digits), which
-// parses to the same GID; and any 16 bytes survive String then ParseGID.
-func FuzzParseGID(f *testing.F) {
-	f.Add("fe80:0000:0000:0000:5054:00ff:fe00:0001\n", []byte{0xfe, 0x80, 15: 1})
-	f.Add("0000:0000:0000:0000:0000:ffff:c000:0201", []byte{10: 0xff, 11: 0xff, 12: 192, 15: 1})
-	f.Add("0:0:0:0:0:0:0:0", []byte{})
-	f.Add("::1", []byte{1})
-	f.Add("fe80:0:0:0:0:0:0:10000", bytes.Repeat([]byte{0xff}, 16))
-	f.Fuzz(func(t *testing.T, s string, b []byte) {
-		if g, err := ParseGID(s); err == nil {
-			c := g.String()
-			if len(c) != 39 || strings.ToLower(c) != c {
-				t.Fatalf("%q parsed to %s, not the sysfs form", s, c)
-			}
-			if back, err := ParseGID(c); err != nil || back != g {
-				t.Fatalf("%q: %s parses to %v, %v", s, c, back, err)
-			}
-		}
-		var g GID
-		copy(g[:], b)
-		if back, err := ParseGID(g.String()); err != nil || back != g {
-			t.Fatalf("%x: %s parses to %v, %v", g[:], g, back, err)
-		}
-	})
-}
-
-// FuzzParseGUID is FuzzParseGID for node and system image GUIDs (four
-// groups of exactly 4 hex digits).
-func FuzzParseGUID(f *testing.F) {
-	f.Add("5054:00ff:fe00:0001\n", []byte{0x50, 0x54, 0, 0xff, 0xfe, 0, 0, 1})
-	f.Add("0002:c903:0031:7bd0", []byte{})
-	f.Add("5054:ff:fe00:1", []byte{0xff})
-	f.Fuzz(func(t *testing.T, s string, b []byte) {
-		if g, err := ParseGUID(s); err == nil {
-			c := g.String()
-			if len(c) != 19 || strings.ToLower(c) != c {
-				t.Fatalf("%q parsed to %s, not the sysfs form", s, c)
-			}
-			if back, err := ParseGUID(c); err != nil || back != g {
-				t.Fatalf("%q: %s parses to %v, %v", s, c, back, err)
-			}
-		}
-		var g GUID
-		copy(g[:], b)
-		if back, err := ParseGUID(g.String()); err != nil || back != g {
-			t.Fatalf("%x: %s parses to %v, %v", g[:], g, back, err)
-		}
-	})
-}
-
 // FuzzGIDEntries decodes arbitrary QUERY_GID_TABLE answers: a buffer of
 // entries as the kernel filled it and an arbitrary entry count. Never more
 // entries than the buffer held, each one field for field.
@@ -254,7 +203,7 @@ func FuzzGIDEntries(f *testing.F) {
 		}
 		for i, g := range out {
 			e := entries[i]
-			if g.GID != GID(e.GID) || g.Index != int(e.GIDIndex) || g.Port != int(e.PortNum) ||
+			if g.GID != rdma.GID(e.GID) || g.Index != int(e.GIDIndex) || g.Port != int(e.PortNum) ||
 				g.Type != GIDType(e.GIDType) || g.NetdevIndex != int(e.NetdevIfindex) {
 				t.Fatalf("entry %d: %+v from %+v", i, g, e)
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -164,7 +165,7 @@ type rig struct {
 	ch  *CompChannel
 	cq  *CQ
 	gid GIDEntry
-	mtu qp.MTU
+	mtu rdma.MTU
 }
 
 func newRig(t *testing.T, x *Context, size int) *rig {
@@ -497,7 +498,7 @@ func TestGuestLoopbackRC(t *testing.T) {
 			t.Logf("%v: %d ioctls, %d write commands", iface, x.stats.ioctls.Load(), x.stats.writes.Load())
 
 			// Errors the provider catches before touching the ring.
-			if err := a.PostSend([]SendWR{{Opcode: OpSend, Flags: SendInline, InlineData: make([]byte, 100000)}}); !errors.Is(err, ErrInvalid) {
+			if err := a.PostSend([]SendWR{{Opcode: OpSend, Flags: SendInline, InlineData: make([]byte, 100000)}}); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("oversized inline: %v", err)
 			}
 		})
@@ -550,7 +551,7 @@ func TestGuestLoopbackUD(t *testing.T) {
 	if got := string(mem[4096+40 : 4096+40+len(dgram)]); got != dgram {
 		t.Errorf("UD payload %q", got)
 	}
-	if err := a.PostSend([]SendWR{{Opcode: OpRDMAWrite, AH: ah}}); !errors.Is(err, ErrInvalid) {
+	if err := a.PostSend([]SendWR{{Opcode: OpRDMAWrite, AH: ah}}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("RDMA write on UD: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,9 +56,9 @@ func TestRegMRErrorExplainsMemlock(t *testing.T) {
 			if !errors.Is(err, tc.errno) {
 				t.Errorf("errors.Is(err, %v) = false: %v", tc.errno, err)
 			}
-			var oe *OpError
+			var oe *rdma.OpError
 			if !errors.As(err, &oe) || oe.Device != "rxe0" || oe.Op != "register MR" {
-				t.Errorf("not an *OpError for register MR on rxe0: %#v", err)
+				t.Errorf("not an *rdma.OpError for register MR on rxe0: %#v", err)
 			}
 			if got := errors.Is(err, ErrPermission); got != (tc.errno == unix.EPERM) {
 				t.Errorf("errors.Is(err, ErrPermission) = %v for %v", got, tc.errno)
@@ -68,7 +69,7 @@ func TestRegMRErrorExplainsMemlock(t *testing.T) {
 
 // The pin errnos, wrapped or not, are recognised; others are not.
 func TestIsPinErrno(t *testing.T) {
-	for _, e := range []error{unix.ENOMEM, unix.EAGAIN, unix.EPERM, &OpError{Op: "x", Err: unix.ENOMEM}} {
+	for _, e := range []error{unix.ENOMEM, unix.EAGAIN, unix.EPERM, &rdma.OpError{Pkg: "uverbs", Op: "x", Err: unix.ENOMEM}} {
 		if !isPinErrno(e) {
 			t.Errorf("isPinErrno(%v) = false", e)
 		}

@@ -74,6 +74,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -244,10 +245,10 @@ func (p *mlx5Provider) contextCreated(x *Context, out []byte) error {
 	// Input checks libmlx5 does not make (it would divide by zero or
 	// index out of bounds): refuse instead of panicking.
 	if p.cacheLine <= 0 || p.cacheLine > p.pageSize || p.cacheLine&(p.cacheLine-1) != 0 {
-		return opErr("mlx5 context", x.dev.Name, fmt.Errorf("%w: cache_line_size %d", ErrInvalid, p.cacheLine))
+		return opErr("mlx5 context", x.dev.Name, fmt.Errorf("%w: cache_line_size %d", ErrInvalidArgument, p.cacheLine))
 	}
 	if p.numUARsPerPage <= 0 || p.numUARsPerPage*mlx5AdapterPageSize > p.pageSize {
-		return opErr("mlx5 context", x.dev.Name, fmt.Errorf("%w: num_uars_per_page %d", ErrInvalid, p.numUARsPerPage))
+		return opErr("mlx5 context", x.dev.Name, fmt.Errorf("%w: num_uars_per_page %d", ErrInvalidArgument, p.numUARsPerPage))
 	}
 	if r.TotBfregs != 0 {
 		p.totUUARs = int(r.TotBfregs)
@@ -300,10 +301,10 @@ func (p *mlx5Provider) mapStaticUARs() error {
 	pages := p.totUUARs / perPage
 	gross := p.totUUARs / mlx5NumNonFPBfregsPerUAR * mlx5NumBfregsPerUAR
 	if pages > mlx5MaxUARs || p.totUUARs > mlx5MaxBfregs {
-		return fmt.Errorf("%w: tot_bfregs %d", ErrInvalid, p.totUUARs)
+		return fmt.Errorf("%w: tot_bfregs %d", ErrInvalidArgument, p.totUUARs)
 	}
 	if int(p.bfRegSize)*mlx5NumBfregsPerUAR+mlx5BFOffset > mlx5AdapterPageSize {
-		return fmt.Errorf("%w: bf_reg_size %d", ErrInvalid, p.bfRegSize)
+		return fmt.Errorf("%w: bf_reg_size %d", ErrInvalidArgument, p.bfRegSize)
 	}
 	for i := 0; i < pages; i++ {
 		off := int64(p.pageSize) * int64(abi.MLX5MmapRegularPages<<abi.MLX5MmapCmdShift|i)
@@ -393,7 +394,7 @@ func (p *mlx5Provider) allocDynUAR(typ uint64) (*mlx5DynUAR, error) {
 	if n >= mlx5AdapterPageSize && n <= 1<<20 {
 		u.mem, err = abi.MmapShort(x.fd, int64(u.offset), n, unix.PROT_WRITE, unix.MAP_SHARED)
 	} else {
-		err = fmt.Errorf("%w: UAR length %d", ErrInvalid, n)
+		err = fmt.Errorf("%w: UAR length %d", ErrInvalidArgument, n)
 	}
 	if err != nil {
 		p.destroyDynUAR(u)
@@ -859,7 +860,7 @@ func (p *mlx5Provider) queryECE(q *QP) (ece.ECE, error) {
 func (p *mlx5Provider) setECE(q *QP, e ece.ECE) error {
 	dev := q.pd.ctx.dev.Name
 	if e.CompMask != 0 || e.VendorID != abi.MLX5VendorID {
-		return &OpError{Op: "set ECE", Device: dev, Err: fmt.Errorf("vendor %#x comp_mask %#x (mlx5 takes vendor %#x, comp_mask 0): %w", e.VendorID, e.CompMask, abi.MLX5VendorID, unix.EINVAL)}
+		return &rdma.OpError{Pkg: "uverbs", Op: "set ECE", Device: dev, Err: fmt.Errorf("vendor %#x comp_mask %#x (mlx5 takes vendor %#x, comp_mask 0): %w", e.VendorID, e.CompMask, abi.MLX5VendorID, unix.EINVAL)}
 	}
 	if !p.eceSupported {
 		return notSupported("set ECE", dev, "the device firmware has no ECE (context comp_mask lacks MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE)")

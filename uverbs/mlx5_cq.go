@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +82,7 @@ func (p *mlx5Provider) cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err 
 		ncqe <<= 1
 	}
 	if ncqe > 1<<24 || ncqe < cqe+1 {
-		return nil, nil, 0, &OpError{Op: "create CQ", Device: p.x.dev.Name, Err: fmt.Errorf("%w: %d entries: %w", ErrInvalid, cqe, unix.EINVAL)}
+		return nil, nil, 0, &rdma.OpError{Pkg: "uverbs", Op: "create CQ", Device: p.x.dev.Name, Err: fmt.Errorf("%w: %d entries: %w", ErrInvalidArgument, cqe, unix.EINVAL)}
 	}
 	c := &mlx5CQ{p: p, cq: cq, uidxKey: p.cqeVersion != 0, rsns: &p.qpns}
 	if c.uidxKey {
@@ -132,7 +133,7 @@ func (c *mlx5CQ) free() {
 func (p *mlx5Provider) newCQ(cq *CQ, out []byte) (cqOps, error) {
 	pc, ok := cq.drv.(*mlx5CQPending)
 	if !ok {
-		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: no mlx5 CQ state", ErrInvalid))
+		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: no mlx5 CQ state", ErrInvalidArgument))
 	}
 	cq.drv = nil
 	c := pc.c
@@ -142,7 +143,7 @@ func (p *mlx5Provider) newCQ(cq *CQ, out []byte) (cqOps, error) {
 	m := uint32(cq.cqe)
 	if cq.cqe < 0 || m&(m+1) != 0 || int(m) >= len(c.buf)/mlx5CQESize {
 		c.free()
-		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: kernel CQ size %d for a %d-entry buffer", ErrInvalid, cq.cqe, len(c.buf)/mlx5CQESize))
+		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: kernel CQ size %d for a %d-entry buffer", ErrInvalidArgument, cq.cqe, len(c.buf)/mlx5CQESize))
 	}
 	c.mask = m
 	return c, nil
@@ -453,7 +454,7 @@ func mlx5ErrorStatus(syndrome uint8) WCStatus {
 	case 0x15:
 		return WCRetryExcErr
 	case 0x16:
-		return WCRNRRetryExcEr
+		return WCRNRRetryExcErr
 	case 0x22:
 		return wcRemAbortEr
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -156,7 +157,7 @@ func (p *mlx5Provider) calcWQSize(t qp.QPType, c qp.Cap) (mlx5Sizes, error) {
 	var s mlx5Sizes
 	s.cmdInline = c.MaxInlineData
 	inval := func(why string, a ...any) (mlx5Sizes, error) {
-		return s, fmt.Errorf("%w: %s: %w", ErrInvalid, fmt.Sprintf(why, a...), unix.EINVAL)
+		return s, fmt.Errorf("%w: %s: %w", ErrInvalidArgument, fmt.Sprintf(why, a...), unix.EINVAL)
 	}
 	if c.MaxSendWR != 0 {
 		ovh := mlx5SQOverhead(t)
@@ -223,11 +224,11 @@ func (p *mlx5Provider) calcWQSize(t qp.QPType, c qp.Cap) (mlx5Sizes, error) {
 func (p *mlx5Provider) qpData(q *QP, init *QPInit) (in, out []byte, err error) {
 	dev := p.x.dev.Name
 	if mlx5SQOverhead(init.Type) < 0 {
-		return nil, nil, &OpError{Op: "create QP", Device: dev, Err: fmt.Errorf("%w: QP type %v", ErrNotSupported, init.Type)}
+		return nil, nil, &rdma.OpError{Pkg: "uverbs", Op: "create QP", Device: dev, Err: fmt.Errorf("%w: QP type %v", ErrNotSupported, init.Type)}
 	}
 	s, err := p.calcWQSize(init.Type, init.Cap)
 	if err != nil {
-		return nil, nil, &OpError{Op: "create QP", Device: dev, Err: err}
+		return nil, nil, &rdma.OpError{Pkg: "uverbs", Op: "create QP", Device: dev, Err: err}
 	}
 	m := mlx5State(q)
 	m.p, m.typ = p, init.Type
@@ -328,7 +329,7 @@ func (p *mlx5Provider) qpAbort(q *QP) {
 func (p *mlx5Provider) newQP(q *QP, out []byte) (qpOps, error) {
 	m := mlx5State(q)
 	if m.p == nil {
-		return nil, opErr("create QP", p.x.dev.Name, fmt.Errorf("%w: no mlx5 QP state", ErrInvalid))
+		return nil, opErr("create QP", p.x.dev.Name, fmt.Errorf("%w: no mlx5 QP state", ErrInvalidArgument))
 	}
 	resp := abi.Decode[abi.MLX5CreateQPResp](out)
 	m.qpn = q.num
@@ -341,7 +342,7 @@ func (p *mlx5Provider) newQP(q *QP, out []byte) (qpOps, error) {
 		// map_uuar: the kernel's bfreg index into the static table.
 		if int(resp.BfregIndex) >= len(p.bfs) || p.bfs[resp.BfregIndex].reg == nil {
 			m.free()
-			return nil, opErr("create QP", p.x.dev.Name, fmt.Errorf("%w: bfreg_index %d of %d", ErrInvalid, resp.BfregIndex, len(p.bfs)))
+			return nil, opErr("create QP", p.x.dev.Name, fmt.Errorf("%w: bfreg_index %d of %d", ErrInvalidArgument, resp.BfregIndex, len(p.bfs)))
 		}
 		m.bf = &p.bfs[resp.BfregIndex]
 	}
@@ -456,7 +457,7 @@ func (m *mlx5QP) overflow(wq *mlx5WQ, nreq uint32, cq *CQ) bool {
 // sendErr builds the error of WR i (bad_wr), wrapping the errno libmlx5
 // returns.
 func (m *mlx5QP) sendErr(i, n int, base error, errno unix.Errno, why string) error {
-	return &OpError{Op: fmt.Sprintf("post send WR %d of %d on QP %#x", i+1, n, m.q.num), Device: m.p.x.dev.Name,
+	return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("post send WR %d of %d on QP %#x", i+1, n, m.q.num), Device: m.p.x.dev.Name,
 		Err: fmt.Errorf("%w: %s: %w", base, why, errno)}
 }
 
@@ -495,7 +496,7 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 		wr := &wrs[nreq]
 		op := wr.Opcode
 		if uint(op) >= uint(len(mlx5IBOpcode)) {
-			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, fmt.Sprintf("bad opcode %d", wr.Opcode))
+			err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.EINVAL, fmt.Sprintf("bad opcode %d", wr.Opcode))
 			break
 		}
 		if head-sq.tail.Load()+uint32(nreq) >= maxPost && m.overflow(sq, uint32(nreq), m.q.sendCQ) {
@@ -509,11 +510,11 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 			nsge = 1
 		}
 		if nsge > maxGS {
-			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(maxGS, 0)))
+			err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(maxGS, 0)))
 			break
 		}
 		if typ == qp.UD && wr.AH == nil {
-			err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, "UD send without an AH")
+			err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.EINVAL, "UD send without an AH")
 			break
 		}
 		fm := sigBits | nextFence
@@ -579,7 +580,7 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 				sz, ok = m.setDataInlSeg(wr, inlData, seg)
 			}
 			if !ok {
-				err = m.sendErr(nreq, len(wrs), ErrInvalid, unix.ENOMEM, fmt.Sprintf("inline data over %d bytes", m.maxInline))
+				err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("inline data over %d bytes", m.maxInline))
 				break
 			}
 			inl = true
@@ -729,7 +730,7 @@ func (m *mlx5QP) postRecv(wrs []RecvWR) error {
 			break
 		}
 		if len(wr.SGEs) > rq.stateMaxGS {
-			err = m.recvErr(nreq, len(wrs), ErrInvalid, unix.EINVAL, fmt.Sprintf("%d SGEs (QP takes %d in this state)", len(wr.SGEs), max(rq.stateMaxGS, 0)))
+			err = m.recvErr(nreq, len(wrs), ErrInvalidArgument, unix.EINVAL, fmt.Sprintf("%d SGEs (QP takes %d in this state)", len(wr.SGEs), max(rq.stateMaxGS, 0)))
 			break
 		}
 		scat := rq.offset + int(ind)<<rq.wqeShift
@@ -765,7 +766,7 @@ func (m *mlx5QP) postRecv(wrs []RecvWR) error {
 }
 
 func (m *mlx5QP) recvErr(i, n int, base error, errno unix.Errno, why string) error {
-	return &OpError{Op: fmt.Sprintf("post receive WR %d of %d on QP %#x", i+1, n, m.q.num), Device: m.p.x.dev.Name,
+	return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("post receive WR %d of %d on QP %#x", i+1, n, m.q.num), Device: m.p.x.dev.Name,
 		Err: fmt.Errorf("%w: %s: %w", base, why, errno)}
 }
 

@@ -517,7 +517,7 @@ func nlDeviceIndex(name string) (uint32, error) {
 		return 0, err
 	}
 	if !found {
-		return 0, fmt.Errorf("%w: netlink lists no device %q", ErrNoDevice, name)
+		return 0, fmt.Errorf("uverbs: %w: netlink lists no device %q", ErrNoDevice, name)
 	}
 	return idx, nil
 }

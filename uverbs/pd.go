@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,13 +90,13 @@ type Buffer struct {
 // memory must be.
 func AllocBuffer(size int) (*Buffer, error) {
 	if size <= 0 {
-		return nil, fmt.Errorf("%w: buffer size %d", ErrInvalid, size)
+		return nil, fmt.Errorf("uverbs: %w: buffer size %d", ErrInvalidArgument, size)
 	}
 	page := os.Getpagesize()
 	n := (size + page - 1) / page * page
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return nil, &OpError{Op: fmt.Sprintf("mmap %d bytes", n), Err: err}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("mmap %d bytes", n), Err: err}
 	}
 	_ = unix.Madvise(mem, unix.MADV_DONTFORK)
 	return &Buffer{mem: mem[:size:n]}, nil
@@ -118,7 +119,7 @@ func (b *Buffer) Close() error {
 		return nil
 	}
 	if b.regs.Load() > 0 {
-		return fmt.Errorf("%w: buffer still registered by %d MR(s)", ErrInvalid, b.regs.Load())
+		return fmt.Errorf("uverbs: %w: buffer still registered by %d MR(s)", ErrInvalidArgument, b.regs.Load())
 	}
 	var err error
 	if b.at {
@@ -155,10 +156,10 @@ func (pd *PD) RegMR(buf *Buffer, access qp.Access) (*MR, error) {
 func (pd *PD) RegMRRange(buf *Buffer, offset, length int, access qp.Access) (*MR, error) {
 	x := pd.ctx
 	if buf == nil || buf.mem == nil || offset < 0 || length <= 0 || offset+length > buf.Len() {
-		return nil, &OpError{Op: "register MR", Device: x.dev.Name, Err: fmt.Errorf("%w: range %d+%d of a %d-byte buffer", ErrInvalid, offset, length, bufLen(buf))}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: "register MR", Device: x.dev.Name, Err: fmt.Errorf("%w: range %d+%d of a %d-byte buffer", ErrInvalidArgument, offset, length, bufLen(buf))}
 	}
 	if access&(qp.AccessRemoteWrite|qp.AccessRemoteAtomic) != 0 && access&qp.AccessLocalWrite == 0 {
-		return nil, &OpError{Op: "register MR", Device: x.dev.Name, Err: fmt.Errorf("%w: remote write/atomic access needs local write (%v)", ErrInvalid, access)}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: "register MR", Device: x.dev.Name, Err: fmt.Errorf("%w: remote write/atomic access needs local write (%v)", ErrInvalidArgument, access)}
 	}
 	if err := x.lockOpen("register MR"); err != nil {
 		return nil, err
@@ -198,10 +199,10 @@ func regMRError(dev string, length uint64, err error, memlock uint64, known bool
 	}
 	if memlock == unix.RLIM_INFINITY {
 		// Not the limit: the memory itself could not be pinned.
-		return &OpError{Op: "register MR", Device: dev,
+		return &rdma.OpError{Pkg: "uverbs", Op: "register MR", Device: dev,
 			Err: fmt.Errorf("%d bytes: cannot pin memory (RLIMIT_MEMLOCK is unlimited): %w", length, err)}
 	}
-	return &OpError{Op: "register MR", Device: dev, Err: fmt.Errorf(
+	return &rdma.OpError{Pkg: "uverbs", Op: "register MR", Device: dev, Err: fmt.Errorf(
 		"%d bytes: cannot pin memory: RLIMIT_MEMLOCK is %d bytes (ulimit -l shows %d) and counts every page this process has pinned; "+
 			"raise it (ulimit -l unlimited, LimitMEMLOCK=infinity in a systemd unit, memlock in /etc/security/limits.conf, "+
 			"or docker run --ulimit memlock=-1): %w",

@@ -7,6 +7,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,10 +75,10 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	switch init.Type {
 	case qp.RC, qp.UC, qp.UD:
 	default:
-		return nil, &OpError{Op: "create QP", Device: x.dev.Name, Err: fmt.Errorf("%w: QP type %v (RC, UC and UD are supported)", ErrNotSupported, init.Type)}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: "create QP", Device: x.dev.Name, Err: fmt.Errorf("%w: QP type %v (RC, UC and UD are supported)", ErrNotSupported, init.Type)}
 	}
 	if init.SendCQ == nil || init.RecvCQ == nil {
-		return nil, &OpError{Op: "create QP", Device: x.dev.Name, Err: fmt.Errorf("%w: send and receive CQs are required", ErrInvalid)}
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: "create QP", Device: x.dev.Name, Err: fmt.Errorf("%w: send and receive CQs are required", ErrInvalidArgument)}
 	}
 	if err := x.lockOpen("create QP"); err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 		attr = &qp.Attr{}
 	}
 	if err := qp.Check(q.typ, q.state, attr, mask); err != nil {
-		return &OpError{Op: fmt.Sprintf("modify QP %#x", q.num), Device: x.dev.Name, Err: err}
+		return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("modify QP %#x", q.num), Device: x.dev.Name, Err: err}
 	}
 	base := modifyCmd(q, attr, mask)
 	drvIn, drvOut, needEx := x.prov.modifyQPData(q, attr, mask)
@@ -289,7 +290,7 @@ func (q *QP) Query(mask qp.Mask) (QPAttr, error) {
 	}
 	a := &out.Attr
 	a.State, a.CurState = qp.State(r.QPState), qp.State(r.CurQPState)
-	a.PathMTU, a.PathMigState = qp.MTU(r.PathMTU), qp.MigState(r.PathMigState)
+	a.PathMTU, a.PathMigState = rdma.MTU(r.PathMTU), qp.MigState(r.PathMigState)
 	a.QKey, a.RQPSN, a.SQPSN, a.DestQPN = r.Qkey, r.RQPSN, r.SQPSN, r.DestQPNum
 	a.AccessFlags = qp.Access(r.QPAccessFlags)
 	a.PKeyIndex, a.Port = r.PkeyIndex, r.PortNum
@@ -330,7 +331,7 @@ func (q *QP) SetECE(e ece.ECE) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if e.VendorID == 0 {
-		return &OpError{Op: "set ECE", Device: q.pd.ctx.dev.Name, Err: fmt.Errorf("vendor id 0: %w", unix.EOPNOTSUPP)}
+		return &rdma.OpError{Pkg: "uverbs", Op: "set ECE", Device: q.pd.ctx.dev.Name, Err: fmt.Errorf("vendor id 0: %w", unix.EOPNOTSUPP)}
 	}
 	return q.pd.ctx.prov.setECE(q, e)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -241,20 +242,20 @@ func (r *rxeQP) checkSend(wr *SendWR) error {
 	case OpSend, OpSendWithImm:
 	case OpRDMAWrite, OpRDMAWriteWithImm:
 		if q.typ == qp.UD {
-			return fmt.Errorf("%w: RDMA write on a UD QP", ErrInvalid)
+			return fmt.Errorf("%w: RDMA write on a UD QP", ErrInvalidArgument)
 		}
 	case OpRDMARead:
 		if q.typ != qp.RC {
-			return fmt.Errorf("%w: RDMA read needs an RC QP", ErrInvalid)
+			return fmt.Errorf("%w: RDMA read needs an RC QP", ErrInvalidArgument)
 		}
 		if wr.Flags&SendInline != 0 {
-			return fmt.Errorf("%w: RDMA read cannot be inline", ErrInvalid)
+			return fmt.Errorf("%w: RDMA read cannot be inline", ErrInvalidArgument)
 		}
 	default:
 		return fmt.Errorf("%w: opcode %d", ErrNotSupported, wr.Opcode)
 	}
 	if q.typ == qp.UD && wr.AH == nil {
-		return fmt.Errorf("%w: UD send without an AH", ErrInvalid)
+		return fmt.Errorf("%w: UD send without an AH", ErrInvalidArgument)
 	}
 	room := r.sq.elemSize() - rxeSendHdr
 	if wr.Flags&SendInline != 0 {
@@ -266,10 +267,10 @@ func (r *rxeQP) checkSend(wr *SendWR) error {
 			}
 		}
 		if n > int(q.cap.MaxInlineData) || n > room {
-			return fmt.Errorf("%w: %d inline bytes, the QP takes %d", ErrInvalid, n, q.cap.MaxInlineData)
+			return fmt.Errorf("%w: %d inline bytes, the QP takes %d", ErrInvalidArgument, n, q.cap.MaxInlineData)
 		}
 	} else if len(wr.SGEs) > int(q.cap.MaxSendSGE) || len(wr.SGEs)*rxeSGESize > room {
-		return fmt.Errorf("%w: %d SGEs, the QP takes %d", ErrInvalid, len(wr.SGEs), q.cap.MaxSendSGE)
+		return fmt.Errorf("%w: %d SGEs, the QP takes %d", ErrInvalidArgument, len(wr.SGEs), q.cap.MaxSendSGE)
 	}
 	return nil
 }
@@ -345,7 +346,7 @@ func (r *rxeQP) postSend(wrs []SendWR) error {
 		}
 	}
 	if err != nil {
-		return &OpError{Op: fmt.Sprintf("post send WR %d of %d on QP %#x", posted+1, len(wrs), r.qp.num), Device: r.qp.pd.ctx.dev.Name, Err: err}
+		return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("post send WR %d of %d on QP %#x", posted+1, len(wrs), r.qp.num), Device: r.qp.pd.ctx.dev.Name, Err: err}
 	}
 	return nil
 }
@@ -371,11 +372,11 @@ func (r *rxeQP) postRecv(wrs []RecvWR) error {
 	for i := range wrs {
 		wr := &wrs[i]
 		if len(wr.SGEs) > int(r.qp.cap.MaxRecvSGE) || rxeRecvHdr+len(wr.SGEs)*rxeSGESize > q.elemSize() {
-			return &OpError{Op: fmt.Sprintf("post receive WR %d on QP %#x", i+1, r.qp.num), Device: r.qp.pd.ctx.dev.Name,
-				Err: fmt.Errorf("%w: %d SGEs, the QP takes %d", ErrInvalid, len(wr.SGEs), r.qp.cap.MaxRecvSGE)}
+			return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("post receive WR %d on QP %#x", i+1, r.qp.num), Device: r.qp.pd.ctx.dev.Name,
+				Err: fmt.Errorf("%w: %d SGEs, the QP takes %d", ErrInvalidArgument, len(wr.SGEs), r.qp.cap.MaxRecvSGE)}
 		}
 		if (prod+1)&q.mask == atomic.LoadUint32(q.cons) {
-			return &OpError{Op: fmt.Sprintf("post receive WR %d on QP %#x", i+1, r.qp.num), Device: r.qp.pd.ctx.dev.Name, Err: ErrQueueFull}
+			return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("post receive WR %d on QP %#x", i+1, r.qp.num), Device: r.qp.pd.ctx.dev.Name, Err: ErrQueueFull}
 		}
 		slot := q.slot(prod)
 		total := 0

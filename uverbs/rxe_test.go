@@ -144,7 +144,7 @@ func TestRxeSendQueueFullAndErrors(t *testing.T) {
 
 func TestRxeUDSendCarriesAHNum(t *testing.T) {
 	r, sq, _, _ := fakeQP(t, qp.UD)
-	if err := r.postSend([]SendWR{{Opcode: OpSend}}); !errors.Is(err, ErrInvalid) {
+	if err := r.postSend([]SendWR{{Opcode: OpSend}}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("UD without AH: %v", err)
 	}
 	ah := &AH{num: 9}
@@ -169,7 +169,7 @@ func TestRxePostRecvLayout(t *testing.T) {
 	if ne.Uint64(w[40:]) != 0x3000 || ne.Uint32(w[48:]) != 64 || ne.Uint32(w[52:]) != 3 || ne.Uint64(w[56:]) != 0x4000 {
 		t.Errorf("recv sges % x", w[40:72])
 	}
-	if err := r.postRecv([]RecvWR{{SGEs: make([]SGE, 6)}}); !errors.Is(err, ErrInvalid) {
+	if err := r.postRecv([]RecvWR{{SGEs: make([]SGE, 6)}}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("6 SGEs in 128-byte slots: %v", err)
 	}
 }

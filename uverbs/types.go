@@ -1,71 +1,10 @@
 package uverbs
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
-
-// GUID is an EUI-64 in network byte order (node GUID, system image GUID).
-type GUID [8]byte
-
-// String formats g as sysfs does: four colon-separated groups of 16 bits.
-func (g GUID) String() string {
-	return fmt.Sprintf("%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7])
-}
-
-// ParseGUID parses the sysfs form "xxxx:xxxx:xxxx:xxxx".
-func ParseGUID(s string) (GUID, error) {
-	var g GUID
-	parts := strings.Split(strings.TrimSpace(s), ":")
-	if len(parts) != 4 {
-		return g, fmt.Errorf("GUID %q: want 4 groups", s)
-	}
-	for i, p := range parts {
-		v, err := strconv.ParseUint(p, 16, 16)
-		if err != nil || len(p) != 4 {
-			return g, fmt.Errorf("GUID %q: bad group %q", s, p)
-		}
-		g[2*i], g[2*i+1] = byte(v>>8), byte(v)
-	}
-	return g, nil
-}
-
-// GID is a 128-bit port address in network byte order (IBTA vol. 1
-// §4.1.1; for RoCE v2 an IPv6 or IPv4-mapped address).
-type GID [16]byte
-
-// String formats g as sysfs does: eight groups of four hex digits.
-func (g GID) String() string {
-	var b strings.Builder
-	for i := 0; i < 16; i += 2 {
-		if i > 0 {
-			b.WriteByte(':')
-		}
-		fmt.Fprintf(&b, "%02x%02x", g[i], g[i+1])
-	}
-	return b.String()
-}
-
-// IsZero reports an empty GID table slot.
-func (g GID) IsZero() bool { return g == GID{} }
-
-// ParseGID parses the sysfs form (eight groups of four hex digits).
-func ParseGID(s string) (GID, error) {
-	var g GID
-	parts := strings.Split(strings.TrimSpace(s), ":")
-	if len(parts) != 8 {
-		return g, fmt.Errorf("GID %q: want 8 groups", s)
-	}
-	for i, p := range parts {
-		v, err := strconv.ParseUint(p, 16, 16)
-		if err != nil || len(p) == 0 || len(p) > 4 {
-			return g, fmt.Errorf("GID %q: bad group %q", s, p)
-		}
-		g[2*i], g[2*i+1] = byte(v>>8), byte(v)
-	}
-	return g, nil
-}
 
 // NodeType is the device's node type (sysfs node_type; enum
 // rdma_node_type).
@@ -177,7 +116,7 @@ func (t GIDType) String() string {
 type GIDEntry struct {
 	Port   int
 	Index  int
-	GID    GID
+	GID    rdma.GID
 	Type   GIDType
 	Netdev string // associated network device; empty for IB
 	// NetdevIndex is the ifindex (from the QUERY_GID_TABLE ioctl; 0 when

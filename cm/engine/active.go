@@ -8,16 +8,17 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 func checkPath(p *Path) error {
 	switch {
-	case p.MTU < mad.MTU256 || p.MTU > mad.MTU4096:
-		return fmt.Errorf("path MTU %d: %w", p.MTU, ErrInvalidParam)
+	case p.MTU < rdma.MTU256 || p.MTU > rdma.MTU4096:
+		return fmt.Errorf("path MTU %v: %w", p.MTU, ErrInvalidArgument)
 	case p.PacketLifeTime > mad.MaxTimeout, p.SL > 15, p.Rate > 63, p.FlowLabel > 0xfffff:
-		return fmt.Errorf("path field out of range: %w", ErrInvalidParam)
+		return fmt.Errorf("path field out of range: %w", ErrInvalidArgument)
 	case p.Port == 0:
-		return fmt.Errorf("path port 0: %w", ErrInvalidParam)
+		return fmt.Errorf("path port 0: %w", ErrInvalidArgument)
 	}
 	return nil
 }
@@ -32,14 +33,14 @@ func pathAddr(p *Path) Addr {
 func ipPrivateData(dst []byte, src, dstAddr netip.AddrPort, user []byte) error {
 	s, d := src.Addr().Unmap(), dstAddr.Addr().Unmap()
 	if !s.IsValid() || !d.IsValid() || s.Is4() != d.Is4() {
-		return fmt.Errorf("source %v and destination %v: %w", src, dstAddr, ErrInvalidParam)
+		return fmt.Errorf("source %v and destination %v: %w", src, dstAddr, ErrInvalidArgument)
 	}
 	h := mad.IPHeader{IPVersion: 6, SrcPort: src.Port(), Src: s, Dst: d}
 	if s.Is4() {
 		h.IPVersion = 4
 	}
 	if err := h.MarshalWithData(dst, user); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidParam, err)
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	return nil
 }
@@ -65,7 +66,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 	case qp.UC:
 		tst = mad.TransportUC
 	default:
-		return 0, fmt.Errorf("engine: %s: QP type %v: %w", op, qt, ErrInvalidParam)
+		return 0, fmt.Errorf("engine: %s: QP type %v: %w", op, qt, ErrInvalidArgument)
 	}
 	resp, retries := p.CMResponseTimeout, p.MaxCMRetries
 	if resp == 0 {
@@ -75,7 +76,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 		retries = e.cfg.MaxCMRetries
 	}
 	if resp > mad.MaxTimeout || retries > 15 || p.QPN > 0xffffff || p.ECE.VendorID > ece.MaxVendorID {
-		return 0, fmt.Errorf("engine: %s: timeout, retries, QPN or ECE vendor out of range: %w", op, ErrInvalidParam)
+		return 0, fmt.Errorf("engine: %s: timeout, retries, QPN or ECE vendor out of range: %w", op, ErrInvalidArgument)
 	}
 	path := p.Path
 	m := mad.REQ{
@@ -100,10 +101,10 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 	}
 	if p.PortSpace != 0 {
 		if !p.Dst.IsValid() {
-			return 0, fmt.Errorf("engine: %s: IP addressing without a destination: %w", op, ErrInvalidParam)
+			return 0, fmt.Errorf("engine: %s: IP addressing without a destination: %w", op, ErrInvalidArgument)
 		}
 		if len(p.PrivateData) > mad.REQUserDataSize {
-			return 0, fmt.Errorf("engine: %s: %d bytes of private data, at most %d: %w", op, len(p.PrivateData), mad.REQUserDataSize, ErrInvalidParam)
+			return 0, fmt.Errorf("engine: %s: %d bytes of private data, at most %d: %w", op, len(p.PrivateData), mad.REQUserDataSize, ErrInvalidArgument)
 		}
 		m.ServiceID = mad.ServiceID(p.PortSpace, p.Dst.Port())
 		if err := ipPrivateData(m.PrivateData[:], p.Src, p.Dst, p.PrivateData); err != nil {
@@ -113,7 +114,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 			path.FlowLabel = RoCEFlowLabel(p.Src.Port(), p.Dst.Port())
 		}
 	} else if err := m.SetPrivateData(p.PrivateData); err != nil {
-		return 0, fmt.Errorf("engine: %s: %w: %w", op, ErrInvalidParam, err)
+		return 0, fmt.Errorf("engine: %s: %w: %w", op, ErrInvalidArgument, err)
 	}
 	// cm_format_req: real LIDs and SubnetLocal only within the subnet
 	// (hop limit <= 1); otherwise the permissive LID.
@@ -269,7 +270,7 @@ func (e *Engine) Establish(now time.Time, id ID, privateData []byte) error {
 		return err
 	}
 	if len(privateData) > mad.RTUPrivateDataSize {
-		return opError("Establish", id, ErrInvalidParam)
+		return opError("Establish", id, ErrInvalidArgument)
 	}
 	if c.state != StateREPRcvd && c.state != StateMRAREPSent {
 		return stateError("Establish", c)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // conn is one ID: a connection (either side), a listener or a SIDR
@@ -37,7 +38,7 @@ type conn struct {
 	transport          mad.TransportServiceType
 	qpType             qp.QPType
 	qpState            qp.State
-	pathMTU            mad.MTU
+	pathMTU            rdma.MTU
 
 	passive     bool
 	destroyed   bool // Destroy was called; kept only to finish TimeWait
@@ -74,8 +75,8 @@ type conn struct {
 }
 
 type listenInfo struct {
-	ps      mad.PortSpace
-	addr    mad.GID
+	ps      rdma.PortSpace
+	addr    rdma.GID
 	anyAddr bool
 	ip      bool
 	qpType  qp.QPType
@@ -251,16 +252,9 @@ func (e *Engine) cmParams(c *conn) qp.CMParams {
 		Port:      c.addr.Port,
 		PKeyIndex: c.addr.PKeyIndex,
 		Path: qp.Path{
-			DGID:         c.addr.GID,
-			SGIDIndex:    c.addr.SGIDIndex,
-			HopLimit:     c.addr.HopLimit,
-			TrafficClass: c.addr.TrafficClass,
-			FlowLabel:    c.addr.FlowLabel,
-			SL:           c.addr.SL,
-			Rate:         c.rate,
-			MTU:          qp.MTU(c.pathMTU),
-			DLID:         c.addr.LID,
-			RoCE:         c.roce,
+			PathRecord: rdma.PathRecord{DGID: c.addr.GID, DLID: c.addr.LID, HopLimit: c.addr.HopLimit,
+				TrafficClass: c.addr.TrafficClass, FlowLabel: c.addr.FlowLabel, SL: c.addr.SL, Rate: c.rate, MTU: c.pathMTU},
+			SGIDIndex: c.addr.SGIDIndex, RoCE: c.roce,
 		},
 		RemoteQPN:          c.remoteQPN,
 		LocalPSN:           c.rqPSN,

@@ -32,13 +32,13 @@ func (e *Engine) Disconnect(now time.Time, id ID, privateData []byte) error {
 	switch c.state {
 	case StateEstablished:
 		if len(privateData) > mad.DREQPrivateDataSize {
-			return opError(op, id, ErrInvalidParam)
+			return opError(op, id, ErrInvalidArgument)
 		}
 		e.qpErr(c)
 		return e.sendDREQ(c, privateData)
 	case StateDREQRcvd:
 		if len(privateData) > mad.DREPPrivateDataSize {
-			return opError(op, id, ErrInvalidParam)
+			return opError(op, id, ErrInvalidArgument)
 		}
 		e.qpErr(c)
 		e.sendDREPLocked(c, privateData)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // rdma_cm constants (drivers/infiniband/core/cma.c).
@@ -26,7 +27,7 @@ type remoteKey struct {
 }
 
 type sidrKey struct {
-	gid mad.GID
+	gid rdma.GID
 	id  uint32
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // IBTA 12.9.6 / cm.c: REQ → REP → RTU, then DREQ → DREP and TimeWait on
@@ -35,7 +36,7 @@ func TestHandshakeAndTeardown(t *testing.T) {
 	p := req.Primary()
 	if req.LocalCMResponseTimeout() != 20 || req.RemoteCMResponseTimeout() != 20 || req.MaxCMRetries() != 15 ||
 		p.LocalACKTimeout != 19 || p.LocalLID != 0xffff || p.RemoteLID != 0xffff || p.SubnetLocal ||
-		p.FlowLabel != 6553 || req.ServiceID() != mad.ServiceID(mad.PortSpaceTCP, testPort) || uint32(active) != req.LocalCommID() {
+		p.FlowLabel != 6553 || req.ServiceID() != mad.ServiceID(rdma.PortSpaceTCP, testPort) || uint32(active) != req.LocalCommID() {
 		t.Errorf("REQ fields: %s primary %+v", mad.Describe(reqs[0].mad[:]), p)
 	}
 	if got := req.Header().TransactionID(); got != engine.KernelTID(2, req.LocalCommID()) {
@@ -164,7 +165,7 @@ func TestREQTimeout(t *testing.T) {
 // active side then waits conv(24) + conv(av.timeout) (cm_mra_handler).
 func TestDuplicateREQGetsMRA(t *testing.T) {
 	w, a, b := newWire(t)
-	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort}); err != nil {
+	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort}); err != nil {
 		t.Fatal(err)
 	}
 	id, err := a.e.Connect(w.now, w.connectParams(a, b))
@@ -213,7 +214,7 @@ func TestDuplicateREQGetsMRA(t *testing.T) {
 // the REP.
 func TestDuplicateREP(t *testing.T) {
 	w, a, b := newWire(t)
-	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort}); err != nil {
+	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort}); err != nil {
 		t.Fatal(err)
 	}
 	id, _ := a.e.Connect(w.now, w.connectParams(a, b))
@@ -423,7 +424,7 @@ func (s sent) repLocal() uint32 {
 // ece-rej35.pcap; the active side reports REJECTED with reason 35.
 func TestRejectECE(t *testing.T) {
 	w, a, b := newWire(t)
-	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort})
+	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort})
 	p := w.connectParams(a, b)
 	p.ECE = ece.ECE{VendorID: 0x15b3, Options: 0x30000001}
 	id, _ := a.e.Connect(w.now, p)
@@ -455,7 +456,7 @@ func TestRejectECE(t *testing.T) {
 // (cm_acquire_rejected_id) and reports REJECTED.
 func TestDestroyDuringREQSent(t *testing.T) {
 	w, a, b := newWire(t)
-	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort})
+	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort})
 	id, _ := a.e.Connect(w.now, w.connectParams(a, b))
 	w.run()
 	passive := b.lastEvent(t).ID
@@ -486,7 +487,7 @@ func beGUID(g uint64) []byte {
 // REQ.MaxCMRetries = 15 times; then REP_ERROR, no REJ.
 func TestREPTimeout(t *testing.T) {
 	w, a, b := newWire(t)
-	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort})
+	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort})
 	_, _ = a.e.Connect(w.now, w.connectParams(a, b))
 	w.run()
 	passive := b.lastEvent(t).ID
@@ -561,11 +562,11 @@ func (r *repeatSource) TID(id uint32) uint64 { return uint64(id) }
 // answers with QPN and Q_Key; no listener gives status UNSUPPORTED.
 func TestSIDR(t *testing.T) {
 	w, a, b := newWire(t)
-	_, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceUDP, Port: 9000, QPType: qp.UD})
+	_, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceUDP, Port: 9000, QPType: qp.UD})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := engine.SIDRParams{PortSpace: mad.PortSpaceUDP, Src: w.connectParams(a, b).Src,
+	sp := engine.SIDRParams{PortSpace: rdma.PortSpaceUDP, Src: w.connectParams(a, b).Src,
 		Dst: w.connectParams(a, b).Dst, Path: a.path(b), PrivateData: []byte("hello")}
 	sp.Dst = netipPort(sp.Dst, 9000)
 	id, err := a.e.ResolveSIDR(w.now, sp)
@@ -597,7 +598,7 @@ func TestSIDR(t *testing.T) {
 	// A REQ to the UD listener is refused by the rdma_cm: REJ 28.
 	p := w.connectParams(a, b)
 	p.Dst = netipPort(p.Dst, 9000)
-	p.PortSpace = mad.PortSpaceUDP
+	p.PortSpace = rdma.PortSpaceUDP
 	_, _ = a.e.Connect(w.now, p)
 	w.run()
 	if ev := a.lastEvent(t); ev.Type != engine.EventRejected || ev.Reason != mad.RejectConsumerDefined {
@@ -628,7 +629,7 @@ func TestLAPDropped(t *testing.T) {
 // helper checks From against the QP's current state).
 func TestManagedQPTransitions(t *testing.T) {
 	w, a, b := newWire(t)
-	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort})
+	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort})
 	p := w.connectParams(a, b)
 	p.ManageQP = true
 	id, err := a.e.Connect(w.now, p)
@@ -662,7 +663,7 @@ func TestManagedQPTransitions(t *testing.T) {
 	rtrA, rtsA := a.qps[2].Attr, a.qps[3].Attr
 	rtrB, rtsB := b.qps[1].Attr, b.qps[2].Attr
 	if rtrA.DestQPN != 0x22 || rtrB.DestQPN != 0x11 || rtrA.RQPSN != rtsB.SQPSN || rtrB.RQPSN != rtsA.SQPSN ||
-		rtsA.Timeout != 19 || rtsB.Timeout != 19 || rtrA.PathMTU != qp.MTU1024 {
+		rtsA.Timeout != 19 || rtsB.Timeout != 19 || rtrA.PathMTU != rdma.MTU1024 {
 		t.Fatalf("QP attrs: rtrA %+v rtsA %+v rtrB %+v rtsB %+v", rtrA, rtsA, rtrB, rtsB)
 	}
 	// InitQPAttr agrees with what was applied.
@@ -698,12 +699,12 @@ func TestInvalidStates(t *testing.T) {
 	if err := a.e.Disconnect(w.now, 0x1234, nil); !errors.Is(err, engine.ErrUnknownID) {
 		t.Errorf("unknown ID: %v", err)
 	}
-	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort}); !errors.Is(err, syscall.EBUSY) {
+	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort}); !errors.Is(err, syscall.EBUSY) {
 		t.Errorf("second listener: %v", err)
 	}
 	p := w.connectParams(a, b)
 	p.PrivateData = make([]byte, 57)
-	if _, err := a.e.Connect(w.now, p); !errors.Is(err, engine.ErrInvalidParam) {
+	if _, err := a.e.Connect(w.now, p); !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Errorf("57 bytes of private data: %v", err)
 	}
 }
@@ -712,10 +713,10 @@ func TestInvalidStates(t *testing.T) {
 // another address, is refused with REJ 28 and local ID 0 (REQ_RCVD).
 func TestIPHeaderChecks(t *testing.T) {
 	w, a, b := newWire(t)
-	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort, Addr: b.ip})
+	_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort, Addr: b.ip})
 	p := w.connectParams(a, b)
 	p.PortSpace = 0
-	p.ServiceID = mad.ServiceID(mad.PortSpaceTCP, testPort)
+	p.ServiceID = mad.ServiceID(rdma.PortSpaceTCP, testPort)
 	p.PrivateData = []byte{1} // CMA version 1
 	id, _ := a.e.Connect(w.now, p)
 	w.run()
@@ -739,7 +740,7 @@ func TestIPHeaderChecks(t *testing.T) {
 // backlog has room.
 func TestBacklog(t *testing.T) {
 	w, a, b := newWire(t)
-	l, _ := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort, Backlog: 1})
+	l, _ := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort, Backlog: 1})
 	p := w.connectParams(a, b)
 	id1, _ := a.e.Connect(w.now, p)
 	p.QPN = 0x12

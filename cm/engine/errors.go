@@ -3,43 +3,53 @@ package engine
 import (
 	"fmt"
 	"syscall"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
-// sentinel is an engine error that also matches the errno the kernel's CM
-// returns for the same condition, so errors.Is(err, syscall.EINVAL) works.
+// sentinel is an engine error that matches the package rdma sentinel for
+// its condition (if any) and the errno the kernel's CM returns in the same
+// case, so errors.Is(err, rdma.ErrInvalidState) and errors.Is(err,
+// syscall.EINVAL) both hold.
 type sentinel struct {
 	msg   string
+	base  error
 	errno syscall.Errno
 }
 
 func (s *sentinel) Error() string { return s.msg }
 
-// Is matches the errno as well as the sentinel itself.
+// Is matches the rdma sentinel and the errno as well as s itself.
 func (s *sentinel) Is(target error) bool {
-	e, ok := target.(syscall.Errno)
-	return ok && e == s.errno
+	if e, ok := target.(syscall.Errno); ok {
+		return e == s.errno
+	}
+	return s.base != nil && target == s.base
 }
 
 // Errno returns the errno the kernel returns in the same case.
 func (s *sentinel) Errno() syscall.Errno { return s.errno }
 
-// Sentinel errors; match them with errors.Is. Each also matches its errno.
+// Sentinel errors; match them with errors.Is. Each also matches its errno
+// and, where one exists, its package rdma sentinel; the errors the engine
+// returns read "engine: op ID: cause".
 var (
 	// ErrInvalidState: the operation is not allowed in the ID's state
-	// (EINVAL, as ib_send_cm_* return).
-	ErrInvalidState error = &sentinel{"engine: operation not allowed in this state", syscall.EINVAL}
-	// ErrInvalidParam: a parameter is out of range (EINVAL).
-	ErrInvalidParam error = &sentinel{"engine: invalid parameter", syscall.EINVAL}
+	// (rdma.ErrInvalidState; EINVAL, as ib_send_cm_* return).
+	ErrInvalidState error = &sentinel{"operation not allowed in this state", rdma.ErrInvalidState, syscall.EINVAL}
+	// ErrInvalidArgument: a parameter is out of range
+	// (rdma.ErrInvalidArgument; EINVAL).
+	ErrInvalidArgument error = &sentinel{"invalid argument", rdma.ErrInvalidArgument, syscall.EINVAL}
 	// ErrUnknownID: no such ID (ENOENT).
-	ErrUnknownID error = &sentinel{"engine: unknown ID", syscall.ENOENT}
-	// ErrBusy: the service ID already has a listener (EBUSY, as
-	// ib_cm_listen).
-	ErrBusy error = &sentinel{"engine: service ID in use", syscall.EBUSY}
+	ErrUnknownID error = &sentinel{"unknown ID", nil, syscall.ENOENT}
+	// ErrBusy: the service ID already has a listener (rdma.ErrBusy;
+	// EBUSY, as ib_cm_listen).
+	ErrBusy error = &sentinel{"service ID in use", rdma.ErrBusy, syscall.EBUSY}
 	// ErrNoResources: no free communication ID (ENOMEM).
-	ErrNoResources error = &sentinel{"engine: no free communication ID", syscall.ENOMEM}
+	ErrNoResources error = &sentinel{"no free communication ID", nil, syscall.ENOMEM}
 	// ErrConnected: Notify on an established connection (EISCONN, as
 	// cm_establish).
-	ErrConnected error = &sentinel{"engine: already established", syscall.EISCONN}
+	ErrConnected error = &sentinel{"already established", nil, syscall.EISCONN}
 )
 
 func opError(op string, id ID, err error) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // fuzzInput reads the fuzzer's bytes, yielding zeros once they run out.
@@ -47,10 +48,10 @@ func liveWire(t *testing.T) (*wire, *node, *node) {
 	_, _ = a.e.Connect(w.now, p) // REQ lost: a has a REQ outstanding
 	w.run()
 	w.drop = nil
-	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceUDP, Port: 9000, QPType: 3}); err != nil {
+	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceUDP, Port: 9000, QPType: 3}); err != nil {
 		t.Fatal(err)
 	}
-	sp := engine.SIDRParams{PortSpace: mad.PortSpaceUDP, Src: p.Src, Dst: netipPort(p.Dst, 9000), Path: a.path(b)}
+	sp := engine.SIDRParams{PortSpace: rdma.PortSpaceUDP, Src: p.Src, Dst: netipPort(p.Dst, 9000), Path: a.path(b)}
 	_, _ = a.e.ResolveSIDR(w.now, sp)
 	w.run()
 	return w, a, b
@@ -137,10 +138,10 @@ func buildMAD(w *wire, in *fuzzInput) []byte {
 	var m mad.Message
 	switch in.byte() % 11 {
 	case 0:
-		r := &mad.REQ{Header: h, LocalCommID: id(), ServiceID: mad.ServiceID(mad.PortSpaceTCP, uint16(in.byte())%2+testPort-1),
+		r := &mad.REQ{Header: h, LocalCommID: id(), ServiceID: mad.ServiceID(rdma.PortSpaceTCP, uint16(in.byte())%2+testPort-1),
 			LocalCAGUID: guid(), LocalQPN: id() & 0xffffff, StartingPSN: in.u32() & 0xffffff,
 			LocalCMResponseTimeout: in.byte() & 31, RemoteCMResponseTimeout: in.byte() & 31, MaxCMRetries: in.byte() & 15,
-			PathMTU: mad.MTU(in.byte()%5 + 1), TransportServiceType: mad.TransportServiceType(in.byte() % 2)}
+			PathMTU: rdma.MTU(in.byte()%5 + 1), TransportServiceType: mad.TransportServiceType(in.byte() % 2)}
 		r.Primary.LocalACKTimeout = in.byte() & 31
 		r.Primary.LocalGID = w.nodes[int(in.byte())%2].gid
 		r.Primary.RemoteGID = w.nodes[int(in.byte())%2].gid
@@ -171,7 +172,7 @@ func buildMAD(w *wire, in *fuzzInput) []byte {
 	case 6:
 		m = &mad.DREP{Header: h, LocalCommID: id(), RemoteCommID: id()}
 	case 7:
-		m = &mad.SIDRREQ{Header: h, RequestID: id(), ServiceID: mad.ServiceID(mad.PortSpaceUDP, 9000+uint16(in.byte()%2))}
+		m = &mad.SIDRREQ{Header: h, RequestID: id(), ServiceID: mad.ServiceID(rdma.PortSpaceUDP, 9000+uint16(in.byte()%2))}
 	case 8:
 		m = &mad.SIDRREP{Header: h, RequestID: id(), Status: mad.SIDRStatus(in.byte() % 6), QPN: id() & 0xffffff}
 	case 9:

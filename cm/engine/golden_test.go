@@ -13,6 +13,7 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/pcap"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -145,21 +146,23 @@ func TestGoldenKernelExchange(t *testing.T) {
 				sent = append(sent, out...)
 				return out
 			}
-			from := func(g mad.GID) engine.Addr { return engine.Addr{Port: 1, GID: g, QPN: 1, HopLimit: 64} }
-			deliver := func(to *engine.Engine, src mad.GID, msgs [][]byte) {
+			from := func(g rdma.GID) engine.Addr { return engine.Addr{Port: 1, GID: g, QPN: 1, HopLimit: 64} }
+			deliver := func(to *engine.Engine, src rdma.GID, msgs [][]byte) {
 				for _, m := range msgs {
 					to.Receive(now, from(src), m)
 				}
 			}
-			if _, err := b.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: dport}); err != nil {
+			if _, err := b.Listen(now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: dport}); err != nil {
 				t.Fatal(err)
 			}
 			id, err := a.Connect(now, engine.ConnectParams{
-				PortSpace: mad.PortSpaceTCP,
+				PortSpace: rdma.PortSpaceTCP,
 				Src:       netip.AddrPortFrom(hdr.Src(), hdr.SrcPort()), Dst: netip.AddrPortFrom(hdr.Dst(), dport),
-				Path: engine.Path{Port: 1, PKey: r.PartitionKey, SGID: r.Primary.LocalGID, DGID: r.Primary.RemoteGID,
-					HopLimit: r.Primary.HopLimit, Rate: r.Primary.PacketRate, MTU: r.PathMTU,
-					PacketLifeTime: rocePLT, RoCE: true},
+				Path: engine.Path{
+					PathRecord: rdma.PathRecord{PKey: r.PartitionKey, SGID: r.Primary.LocalGID, DGID: r.Primary.RemoteGID, HopLimit: r.Primary.HopLimit, Rate: r.Primary.PacketRate, MTU: r.PathMTU, PacketLifeTime: rocePLT},
+					Port:       1,
+					RoCE:       true,
+				},
 				QPN: r.LocalQPN, ResponderResources: r.ResponderResources, InitiatorDepth: r.InitiatorDepth,
 				RetryCount: r.RetryCount, RNRRetryCount: r.RNRRetryCount, ECE: r.ECE(),
 			})

@@ -10,6 +10,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // The rdma_cm values seen in the golden captures (Linux 6.1, rxe): ACK
@@ -27,7 +28,7 @@ type node struct {
 	name string
 	e    *engine.Engine
 	ip   netip.Addr
-	gid  mad.GID
+	gid  rdma.GID
 	guid uint64
 	// collected outputs
 	events []engine.Event
@@ -64,7 +65,7 @@ func (s sent) String() string {
 func newNode(t *testing.T, name string, ip string, seed uint64, mod func(*engine.Config)) *node {
 	t.Helper()
 	a := netip.MustParseAddr(ip)
-	n := &node{name: name, ip: a, gid: mad.GIDFromAddr(a), guid: 0x5054_00ff_fe00_0000 | seed, qpCur: map[uint32]qp.State{}}
+	n := &node{name: name, ip: a, gid: rdma.GIDFromAddr(a), guid: 0x5054_00ff_fe00_0000 | seed, qpCur: map[uint32]qp.State{}}
 	cfg := engine.Config{CAGUID: n.guid, Source: engine.NewSeededSource(seed, 2), ACKDelay: rxeACKDelay, RecordStates: true}
 	if mod != nil {
 		mod(&cfg)
@@ -86,13 +87,16 @@ func newWire(t *testing.T) (*wire, *node, *node) {
 }
 
 func (n *node) path(to *node) engine.Path {
-	return engine.Path{Port: 1, PKey: 0xffff, SGID: n.gid, DGID: to.gid, HopLimit: 64,
-		MTU: mad.MTU1024, PacketLifeTime: rocePLT, RoCE: true}
+	return engine.Path{
+		PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: n.gid, DGID: to.gid, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: rocePLT},
+		Port:       1,
+		RoCE:       true,
+	}
 }
 
 func (w *wire) connectParams(from, to *node) engine.ConnectParams {
 	return engine.ConnectParams{
-		PortSpace: mad.PortSpaceTCP,
+		PortSpace: rdma.PortSpaceTCP,
 		Src:       netip.AddrPortFrom(from.ip, testSourcePort), Dst: netip.AddrPortFrom(to.ip, testPort),
 		Path: from.path(to), QPN: 0x11, ResponderResources: 1, InitiatorDepth: 1,
 		RetryCount: 7, RNRRetryCount: 7,
@@ -146,7 +150,7 @@ func (w *wire) collect(n *node) []sent {
 	return out
 }
 
-func (w *wire) byGID(g mad.GID) *node {
+func (w *wire) byGID(g rdma.GID) *node {
 	for _, n := range w.nodes {
 		if n.gid == g {
 			return n
@@ -247,7 +251,7 @@ func mustState(t *testing.T, n *node, id engine.ID, want engine.State) {
 // establish runs a full handshake a -> b with b listening and accepting.
 func establish(t *testing.T, w *wire, a, b *node) (active, passive engine.ID) {
 	t.Helper()
-	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: testPort}); err != nil && !strings.Contains(err.Error(), "in use") {
+	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort}); err != nil && !strings.Contains(err.Error(), "in use") {
 		t.Fatal(err)
 	}
 	id, err := a.e.Connect(w.now, w.connectParams(a, b))

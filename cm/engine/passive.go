@@ -9,6 +9,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Listen starts listening on a service ID (ib_cm_listen; rdma_listen).
@@ -19,7 +20,7 @@ func (e *Engine) Listen(now time.Time, p ListenParams) (ID, error) {
 		qt = qp.RC
 	}
 	if qt != qp.RC && qt != qp.UC && qt != qp.UD {
-		return 0, fmt.Errorf("engine: Listen: QP type %v: %w", qt, ErrInvalidParam)
+		return 0, fmt.Errorf("engine: Listen: QP type %v: %w", qt, ErrInvalidArgument)
 	}
 	sid := p.ServiceID
 	if p.PortSpace != 0 {
@@ -37,7 +38,7 @@ func (e *Engine) Listen(now time.Time, p ListenParams) (ID, error) {
 	c.listen = &listenInfo{ps: p.PortSpace, ip: p.PortSpace != 0, qpType: qt, backlog: p.Backlog,
 		anyAddr: !p.Addr.IsValid() || p.Addr.IsUnspecified()}
 	if !c.listen.anyAddr {
-		c.listen.addr = mad.GIDFromAddr(p.Addr)
+		c.listen.addr = rdma.GIDFromAddr(p.Addr)
 	}
 	e.listeners[sid] = c
 	e.setState(c, StateListen)
@@ -136,10 +137,11 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 		InitiatorDepth: c.initiatorDepth, RetryCount: c.retryCount, RNRRetryCount: c.rnrRetryCount,
 		FlowControl: v.EndToEndFlowControl(), SRQ: v.SRQ(), TransportType: c.transport,
 		Path: Path{
-			Port: from.Port, PKeyIndex: from.PKeyIndex, PKey: c.pkey, SGID: pri.RemoteGID, DGID: pri.LocalGID,
-			SGIDIndex: from.SGIDIndex, SLID: pri.RemoteLID, DLID: pri.LocalLID, FlowLabel: pri.FlowLabel,
-			TrafficClass: pri.TrafficClass, HopLimit: from.HopLimit, SL: pri.SL, Rate: pri.PacketRate,
-			MTU: c.pathMTU, PacketLifeTime: plt, RoCE: true,
+			PathRecord: rdma.PathRecord{PKey: c.pkey, SGID: pri.RemoteGID, DGID: pri.LocalGID,
+				SLID: pri.RemoteLID, DLID: pri.LocalLID, FlowLabel: pri.FlowLabel,
+				TrafficClass: pri.TrafficClass, HopLimit: from.HopLimit, SL: pri.SL, Rate: pri.PacketRate,
+				MTU: c.pathMTU, PacketLifeTime: plt},
+			Port: from.Port, PKeyIndex: from.PKeyIndex, SGIDIndex: from.SGIDIndex, RoCE: true,
 		},
 	}
 	pd := v.PrivateData()
@@ -173,7 +175,7 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	e.setState(c, StateMRAREQSent)
 }
 
-func (e *Engine) localGID(g mad.GID) bool {
+func (e *Engine) localGID(g rdma.GID) bool {
 	for _, l := range e.cfg.LocalGIDs {
 		if l == g {
 			return true
@@ -191,7 +193,7 @@ func (e *Engine) checkIPHeader(l *conn, pd []byte, has *bool, src, dst *netip.Ad
 	if err != nil {
 		return pd, false
 	}
-	if !l.listen.anyAddr && mad.GIDFromAddr(h.Dst()) != l.listen.addr {
+	if !l.listen.anyAddr && rdma.GIDFromAddr(h.Dst()) != l.listen.addr {
 		return pd, false
 	}
 	*has = true
@@ -231,7 +233,7 @@ func (e *Engine) Accept(now time.Time, id ID, p AcceptParams) error {
 		return stateError(op, c)
 	}
 	if p.QPN > 0xffffff || p.ECE.VendorID > ece.MaxVendorID || len(p.PrivateData) > mad.REPPrivateDataSize {
-		return opError(op, id, ErrInvalidParam)
+		return opError(op, id, ErrInvalidArgument)
 	}
 	c.localQPN = p.QPN
 	c.initiatorDepth = p.InitiatorDepth
@@ -284,7 +286,7 @@ func (e *Engine) Reject(now time.Time, id ID, reason mad.RejectReason, ari, priv
 		return e.ReplySIDR(now, id, SIDRReplyParams{Status: mad.SIDRReject, PrivateData: privateData})
 	}
 	if len(ari) > mad.REJARISize || len(privateData) > mad.REJPrivateDataSize {
-		return opError(op, id, ErrInvalidParam)
+		return opError(op, id, ErrInvalidArgument)
 	}
 	e.qpErr(c)
 	return e.sendRejLocked(c, reason, ari, privateData)
@@ -302,7 +304,7 @@ func (e *Engine) MRA(now time.Time, id ID, serviceTimeout uint8, privateData []b
 		return err
 	}
 	if serviceTimeout > mad.MaxTimeout || len(privateData) > mad.MRAPrivateDataSize {
-		return opError(op, id, ErrInvalidParam)
+		return opError(op, id, ErrInvalidArgument)
 	}
 	var what mad.MRAedMessage
 	var next State

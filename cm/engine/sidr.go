@@ -17,20 +17,20 @@ func (e *Engine) ResolveSIDR(now time.Time, p SIDRParams) (ID, error) {
 		return 0, fmt.Errorf("engine: %s: %w", op, err)
 	}
 	if p.MaxRetries > 15 || p.Timeout < 0 {
-		return 0, fmt.Errorf("engine: %s: retries or timeout out of range: %w", op, ErrInvalidParam)
+		return 0, fmt.Errorf("engine: %s: retries or timeout out of range: %w", op, ErrInvalidArgument)
 	}
 	m := &e.scratch.sidrREQ
 	*m = mad.SIDRREQ{ServiceID: p.ServiceID, PartitionKey: p.Path.PKey}
 	if p.PortSpace != 0 {
 		if !p.Dst.IsValid() || len(p.PrivateData) > mad.SIDRREQUserDataSize {
-			return 0, fmt.Errorf("engine: %s: destination or private data: %w", op, ErrInvalidParam)
+			return 0, fmt.Errorf("engine: %s: destination or private data: %w", op, ErrInvalidArgument)
 		}
 		m.ServiceID = mad.ServiceID(p.PortSpace, p.Dst.Port())
 		if err := ipPrivateData(m.PrivateData[:], p.Src, p.Dst, p.PrivateData); err != nil {
 			return 0, fmt.Errorf("engine: %s: %w", op, err)
 		}
 	} else if err := m.SetPrivateData(p.PrivateData); err != nil {
-		return 0, fmt.Errorf("engine: %s: %w: %w", op, ErrInvalidParam, err)
+		return 0, fmt.Errorf("engine: %s: %w: %w", op, ErrInvalidArgument, err)
 	}
 	c, err := e.newConn(StateIdle)
 	if err != nil {
@@ -125,7 +125,7 @@ func (e *Engine) ReplySIDR(now time.Time, id ID, p SIDRReplyParams) error {
 		return stateError(op, c)
 	}
 	if p.QPN > 0xffffff || len(p.Info) > mad.SIDRREPInfoSize || len(p.PrivateData) > mad.SIDRREPPrivateDataSize {
-		return opError(op, id, ErrInvalidParam)
+		return opError(op, id, ErrInvalidArgument)
 	}
 	e.sendSIDRREP(c, &p)
 	e.unpend(c)

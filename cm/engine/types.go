@@ -8,6 +8,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // ID names a connection, a listener or a SIDR exchange. For connections it
@@ -61,7 +62,7 @@ type Addr struct {
 	Port      uint8
 	PKeyIndex uint16
 	// GID is the peer's GID (RoCEv2: its IPv4-mapped or IPv6 address).
-	GID mad.GID
+	GID rdma.GID
 	// LID is the peer's LID (InfiniBand only).
 	LID uint16
 	// QPN is the peer's QP: 1, the GSI QP, for every CM MAD Linux sends.
@@ -78,24 +79,16 @@ type Addr struct {
 // Path is the primary path of a connection (the sa_path_rec fields the CM
 // uses). Local is this side.
 type Path struct {
+	// PathRecord holds the path proper. PKey is the partition key (RoCE:
+	// 0xffff); with HopLimit > 1 the REQ carries the permissive LID
+	// 0xffff instead of SLID and DLID, as cm_format_req does;
+	// PacketLifeTime is the rdma_cm's on RoCE (18 in Linux 6.1,
+	// CMA_IBOE_PACKET_LIFETIME; 16 in later kernels).
+	rdma.PathRecord
+	// Port is the local port, starting at 1.
 	Port      uint8
 	PKeyIndex uint16
-	// PKey is the partition key (RoCE: 0xffff).
-	PKey       uint16
-	SGID, DGID mad.GID
-	SGIDIndex  uint8
-	// SLID and DLID are IB LIDs; with HopLimit > 1 the REQ carries the
-	// permissive LID 0xffff instead, as cm_format_req does.
-	SLID, DLID   uint16
-	FlowLabel    uint32
-	TrafficClass uint8
-	HopLimit     uint8
-	SL           uint8
-	Rate         uint8
-	MTU          mad.MTU
-	// PacketLifeTime is the 5-bit path packet lifetime (rdma_cm on RoCE:
-	// 18 in Linux 6.1, CMA_IBOE_PACKET_LIFETIME; 16 in later kernels).
-	PacketLifeTime uint8
+	SGIDIndex uint8
 	// RoCE marks a RoCE path: the QP always uses the GRH.
 	RoCE bool
 }
@@ -109,7 +102,7 @@ type ConnectParams struct {
 	// is mad.ServiceID(PortSpace, Dst.Port()) and the REQ private data
 	// starts with the 36-byte IP header. With a zero PortSpace the REQ
 	// uses ServiceID and PrivateData as they are (AF_IB).
-	PortSpace mad.PortSpace
+	PortSpace rdma.PortSpace
 	Src, Dst  netip.AddrPort
 	ServiceID uint64
 	Path      Path
@@ -161,7 +154,7 @@ type ListenParams struct {
 	// mad.ServiceID(PortSpace, Port), REQs must carry a valid IP header
 	// whose destination is Addr (unless Addr is unspecified). Without a
 	// PortSpace the listener matches ServiceID and takes any private data.
-	PortSpace mad.PortSpace
+	PortSpace rdma.PortSpace
 	Port      uint16
 	Addr      netip.Addr
 	ServiceID uint64
@@ -178,7 +171,7 @@ type ListenParams struct {
 // SIDRParams are the arguments of ResolveSIDR (ib_cm_sidr_req_param).
 type SIDRParams struct {
 	Context   uint64
-	PortSpace mad.PortSpace
+	PortSpace rdma.PortSpace
 	Src, Dst  netip.AddrPort
 	ServiceID uint64
 	Path      Path
@@ -300,7 +293,7 @@ type ConnInfo struct {
 	// HasIP says the REQ carried an rdma_cm IP header: Src is the active
 	// side, Dst this side.
 	HasIP     bool
-	PortSpace mad.PortSpace
+	PortSpace rdma.PortSpace
 	Src, Dst  netip.AddrPort
 }
 
@@ -385,7 +378,7 @@ type Config struct {
 	// LocalGIDs, when not empty, are the GIDs of this CA: a REQ for
 	// another GID is rejected with reason 12 (INVALID_GID) and the first
 	// GID as ARI, as cm_req_handler does when the path has no local GID.
-	LocalGIDs []mad.GID
+	LocalGIDs []rdma.GID
 	// RecordStates fills Ready.StateChanges.
 	RecordStates bool
 }

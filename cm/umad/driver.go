@@ -74,7 +74,7 @@ func (d *Driver) Do(fn func(e *engine.Engine, now time.Time) error) error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		return ErrClosed
+		return errClosed
 	}
 	err := fn(d.e, time.Now())
 	if qerr := d.flush(); err == nil {

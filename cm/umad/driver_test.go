@@ -9,11 +9,12 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // memTransport is one end of an in-memory wire.
 type memTransport struct {
-	gid  mad.GID
+	gid  rdma.GID
 	in   chan memMAD
 	peer *memTransport
 	once sync.Once
@@ -24,11 +25,11 @@ type memTransport struct {
 }
 
 type memMAD struct {
-	from mad.GID
+	from rdma.GID
 	m    [mad.MADSize]byte
 }
 
-func memPair(a, b mad.GID) (*memTransport, *memTransport) {
+func memPair(a, b rdma.GID) (*memTransport, *memTransport) {
 	x := &memTransport{gid: a, in: make(chan memMAD, 64), done: make(chan struct{})}
 	y := &memTransport{gid: b, in: make(chan memMAD, 64), done: make(chan struct{})}
 	x.peer, y.peer = y, x
@@ -76,7 +77,7 @@ func (t *memTransport) Close() error {
 func TestDriverHandshake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ga, gb := mad.GIDFromAddr(netip.MustParseAddr("192.0.2.1")), mad.GIDFromAddr(netip.MustParseAddr("192.0.2.2"))
+	ga, gb := rdma.GIDFromAddr(netip.MustParseAddr("192.0.2.1")), rdma.GIDFromAddr(netip.MustParseAddr("192.0.2.2"))
 	ta, tb := memPair(ga, gb)
 	ta.drop = 1
 	mk := func(seed uint64) *engine.Engine {
@@ -106,7 +107,7 @@ func TestDriverHandshake(t *testing.T) {
 	defer da.Close()
 	defer db.Close()
 	if err := db.Do(func(e *engine.Engine, now time.Time) error {
-		_, err := e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: 7174})
+		_, err := e.Listen(now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: 7174})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -114,8 +115,8 @@ func TestDriverHandshake(t *testing.T) {
 	var id engine.ID
 	if err := da.Do(func(e *engine.Engine, now time.Time) (err error) {
 		id, err = e.Connect(now, engine.ConnectParams{
-			PortSpace: mad.PortSpaceTCP, Src: netip.MustParseAddrPort("192.0.2.1:40000"), Dst: netip.MustParseAddrPort("192.0.2.2:7174"),
-			Path: engine.Path{Port: 1, PKey: 0xffff, SGID: ga, DGID: gb, HopLimit: 64, MTU: mad.MTU1024, PacketLifeTime: 0, RoCE: true},
+			PortSpace: rdma.PortSpaceTCP, Src: netip.MustParseAddrPort("192.0.2.1:40000"), Dst: netip.MustParseAddrPort("192.0.2.2:7174"),
+			Path: engine.Path{PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: ga, DGID: gb, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: 0}, Port: 1, RoCE: true},
 			QPN:  0x11, RNRRetryCount: 7, CMResponseTimeout: 8,
 		})
 		return err

@@ -1,9 +1,10 @@
 package umad
 
 import (
-	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // kernelCMError is ErrKernelCM; it also matches EINVAL, the errno the
@@ -20,11 +21,15 @@ var (
 	// ErrKernelCM: registering the CM class failed with EINVAL because the
 	// kernel's ib_cm holds it (mad.c: "Method 3 already in use").
 	ErrKernelCM error = kernelCMError{}
-	// ErrNotSupported: umad exists only on Linux.
-	ErrNotSupported = errors.New("umad: not supported on this OS")
-	// ErrClosed: the port or driver was closed.
-	ErrClosed = errors.New("umad: closed")
+	// ErrNotSupported: umad exists only on Linux; UDSend needs a uverbs
+	// data path (package rdma's sentinel).
+	ErrNotSupported = rdma.ErrNotSupported
+	// ErrClosed: the port or driver was closed (package rdma's sentinel).
+	ErrClosed = rdma.ErrClosed
 )
+
+// errClosed is ErrClosed with the package prefix.
+var errClosed = fmt.Errorf("umad: %w", ErrClosed)
 
 // SendError is a send the kernel handed back with a failure status (it
 // only does so for MADs sent with a MAD-layer timeout).

@@ -30,6 +30,7 @@ import (
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 const helperEnv = "UMAD_REGISTER_HELPER"
@@ -90,9 +91,9 @@ func TestGuestRegisterWithKernelCM(t *testing.T) {
 type guestCM struct {
 	d      *Driver
 	events chan engine.Event
-	gid    mad.GID
+	gid    rdma.GID
 	gidIdx uint8
-	peer   mad.GID
+	peer   rdma.GID
 }
 
 // guestOpts adjusts startGuestCM: wrap the transport, change the config.
@@ -140,7 +141,7 @@ func startGuestCM(t *testing.T, ctx context.Context, opts ...guestOpts) *guestCM
 		}
 	}
 	g := &guestCM{d: NewDriver(e, tr), events: make(chan engine.Event, 64), gid: gid, gidIdx: idx,
-		peer: mad.GIDFromAddr(netip.MustParseAddr(guest.Peer().Addr))}
+		peer: rdma.GIDFromAddr(netip.MustParseAddr(guest.Peer().Addr))}
 	g.d.OnEvent = func(ev engine.Event) { g.events <- ev }
 	go g.d.Run(ctx)
 	t.Cleanup(func() { g.d.Close() })
@@ -148,8 +149,12 @@ func startGuestCM(t *testing.T, ctx context.Context, opts ...guestOpts) *guestCM
 }
 
 func (g *guestCM) path() engine.Path {
-	return engine.Path{Port: 1, PKey: 0xffff, SGID: g.gid, SGIDIndex: g.gidIdx, DGID: g.peer, HopLimit: 64,
-		MTU: mad.MTU1024, PacketLifeTime: 18, RoCE: true}
+	return engine.Path{
+		PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: g.gid, DGID: g.peer, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: 18},
+		Port:       1,
+		SGIDIndex:  g.gidIdx,
+		RoCE:       true,
+	}
 }
 
 func (g *guestCM) wait(t *testing.T, ctx context.Context, want engine.EventType) engine.Event {
@@ -183,7 +188,7 @@ func (g *guestCM) listen(t *testing.T, port uint16) engine.ID {
 	t.Helper()
 	var lid engine.ID
 	g.do(t, func(e *engine.Engine, now time.Time) (err error) {
-		lid, err = e.Listen(now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port})
+		lid, err = e.Listen(now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port})
 		return err
 	})
 	return lid
@@ -195,7 +200,7 @@ func (g *guestCM) connect(t *testing.T, ctx context.Context, srcPort, dstPort ui
 	t.Helper()
 	var id engine.ID
 	g.do(t, func(e *engine.Engine, now time.Time) (err error) {
-		id, err = e.Connect(now, engine.ConnectParams{PortSpace: mad.PortSpaceTCP,
+		id, err = e.Connect(now, engine.ConnectParams{PortSpace: rdma.PortSpaceTCP,
 			Src:  netip.AddrPortFrom(netip.MustParseAddr(guest.Local().Addr), srcPort),
 			Dst:  netip.AddrPortFrom(netip.MustParseAddr(guest.Peer().Addr), dstPort),
 			Path: g.path(), QPN: qpn, ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})

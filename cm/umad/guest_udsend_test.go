@@ -109,8 +109,8 @@ func TestGuestUDSendAgainstKernelCM(t *testing.T) {
 			continue
 		}
 		seen[p.AttrName]++
-		if p.SrcQP != ud.QPN() || p.DestQP != 1 || p.QKey != gsiQKey {
-			t.Errorf("our %s left QP %d for QP %d with Q_Key %#x; want QP %d → 1, %#x", p.AttrName, p.SrcQP, p.DestQP, p.QKey, ud.QPN(), uint32(gsiQKey))
+		if p.SrcQP != ud.Num() || p.DestQP != 1 || p.QKey != gsiQKey {
+			t.Errorf("our %s left QP %d for QP %d with Q_Key %#x; want QP %d → 1, %#x", p.AttrName, p.SrcQP, p.DestQP, p.QKey, ud.Num(), uint32(gsiQKey))
 		}
 	}
 	for _, a := range []string{"REQ", "RTU", "REP", "DREQ"} {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/pcap"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Offsets in struct ib_user_mad_hdr (include/uapi/rdma/ib_user_mad.h),
@@ -61,7 +62,7 @@ func captureReads(t testing.TB) [][]byte {
 				t.Fatal(err)
 			}
 			deth, _ := p.DETH()
-			from := engine.Addr{GID: mad.GIDFromAddr(p.SrcIP()), QPN: deth.SrcQP(), SGIDIndex: 1,
+			from := engine.Addr{GID: rdma.GIDFromAddr(p.SrcIP()), QPN: deth.SrcQP(), SGIDIndex: 1,
 				HopLimit: p.HopLimit(), TrafficClass: p.TrafficClass(), FlowLabel: p.FlowLabel()}
 			h := sendHeader(3, from)
 			h.Length = uint32(abi.UmadHdrSize + len(m))
@@ -152,7 +153,7 @@ func FuzzSendHeader(f *testing.F) {
 		h := sendHeader(agent, to)
 		b := abi.Bytes(&h)
 		ne, be := binary.NativeEndian, binary.BigEndian
-		grh := to.GID != (mad.GID{})
+		grh := to.GID != (rdma.GID{})
 		zero := func(b []byte) bool { return bytes.Equal(b, make([]byte, len(b))) }
 		if ne.Uint32(b[uhID:]) != agent || !zero(b[uhStatus:uhQPN]) || be.Uint32(b[uhQKey:]) != gsiQKey ||
 			b[uhPathBits] != 0 || (b[uhGRHPresent] != 0) != grh || be.Uint32(b[uhFlowLabel:]) != flow || !zero(b[uhReserved:]) {

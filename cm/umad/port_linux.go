@@ -20,6 +20,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // gsiQKey is the GSI QP's Q_Key (IBTA 13.5.3.3). Current kernels ignore
@@ -112,7 +113,7 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrClosed) {
-			return ErrClosed
+			return errClosed
 		}
 		return fmt.Errorf("umad: send: %w", err)
 	}
@@ -152,7 +153,7 @@ func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
 			return engine.Addr{}, 0, ctx.Err()
 		}
 		if errors.Is(err, os.ErrClosed) {
-			return engine.Addr{}, 0, ErrClosed
+			return engine.Addr{}, 0, errClosed
 		}
 		return engine.Addr{}, 0, fmt.Errorf("umad: receive: %w", err)
 	}
@@ -174,7 +175,7 @@ func sendHeader(agent uint32, to engine.Addr) abi.UmadHdr {
 	binary.BigEndian.PutUint32(h.QKey[:], gsiQKey)
 	binary.BigEndian.PutUint16(h.LID[:], to.LID)
 	binary.BigEndian.PutUint32(h.FlowLabel[:], to.FlowLabel)
-	if to.GID != (mad.GID{}) {
+	if to.GID != (rdma.GID{}) {
 		h.GRHPresent = 1 // required on RoCE: the AH needs a GRH
 	}
 	return h
@@ -239,8 +240,8 @@ func FindDevice(ibdev string, port int) (string, error) {
 // LocalGID finds the RoCE v2 GID of addr in an RDMA port's GID table
 // (/sys/class/infiniband/DEV/ports/N/gids and gid_attrs/types) and returns
 // it with its index.
-func LocalGID(ibdev string, port int, addr netip.Addr) (mad.GID, uint8, error) {
-	want := mad.GIDFromAddr(addr)
+func LocalGID(ibdev string, port int, addr netip.Addr) (rdma.GID, uint8, error) {
+	want := rdma.GIDFromAddr(addr)
 	dir := filepath.Join("/sys/class/infiniband", ibdev, "ports", strconv.Itoa(port))
 	for i := range 256 {
 		b, err := os.ReadFile(filepath.Join(dir, "gids", strconv.Itoa(i)))
@@ -248,7 +249,7 @@ func LocalGID(ibdev string, port int, addr netip.Addr) (mad.GID, uint8, error) {
 			break
 		}
 		a, err := netip.ParseAddr(strings.TrimSpace(string(b)))
-		if err != nil || mad.GIDFromAddr(a) != want {
+		if err != nil || rdma.GIDFromAddr(a) != want {
 			continue
 		}
 		t, err := os.ReadFile(filepath.Join(dir, "gid_attrs", "types", strconv.Itoa(i)))
@@ -256,5 +257,5 @@ func LocalGID(ibdev string, port int, addr netip.Addr) (mad.GID, uint8, error) {
 			return want, uint8(i), nil
 		}
 	}
-	return mad.GID{}, 0, fmt.Errorf("umad: no RoCE v2 GID for %v on %s port %d", addr, ibdev, port)
+	return rdma.GID{}, 0, fmt.Errorf("umad: no RoCE v2 GID for %v on %s port %d", addr, ibdev, port)
 }

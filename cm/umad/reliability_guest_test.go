@@ -22,6 +22,7 @@ import (
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 const (
@@ -321,11 +322,11 @@ func TestGuestUnreachablePeer(t *testing.T) {
 	g := startGuestCM(t, ctx, guestOpts{cfg: func(c *engine.Config) { c.MaxCMRetries, c.CMResponseTimeout = 2, 16 }})
 	nobody := netip.MustParseAddr("192.0.2.99")
 	p := g.path()
-	p.DGID = mad.GIDFromAddr(nobody)
+	p.DGID = rdma.GIDFromAddr(nobody)
 	var id engine.ID
 	start := time.Now()
 	if err := g.d.Do(func(e *engine.Engine, now time.Time) (err error) {
-		id, err = e.Connect(now, engine.ConnectParams{PortSpace: mad.PortSpaceTCP,
+		id, err = e.Connect(now, engine.ConnectParams{PortSpace: rdma.PortSpaceTCP,
 			Src:  netip.AddrPortFrom(netip.MustParseAddr(guest.Local().Addr), 41001),
 			Dst:  netip.AddrPortFrom(nobody, 7174),
 			Path: p, QPN: 0x1238, ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})

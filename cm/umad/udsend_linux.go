@@ -10,6 +10,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -58,7 +59,7 @@ type UDSend struct {
 // the MAC once per connection again. MADs from the UD QP carry flow label
 // 0, so rxe takes their UDP source port from the QP number.
 type ahKey struct {
-	gid          mad.GID
+	gid          rdma.GID
 	sgidIndex    uint8
 	hopLimit     uint8
 	trafficClass uint8
@@ -114,10 +115,10 @@ func (s *UDSend) setup() error {
 		return err
 	}
 	if !s.qp.HasDataPath() {
-		return fmt.Errorf("%w: no data path for provider %s", uverbs.ErrNotSupported, s.x.Provider())
+		return fmt.Errorf("%w: no data path for provider %s", ErrNotSupported, s.x.Provider())
 	}
 	if s.qp.Cap().MaxInlineData < mad.MADSize {
-		return fmt.Errorf("%w: %d inline bytes", uverbs.ErrNotSupported, s.qp.Cap().MaxInlineData)
+		return fmt.Errorf("%w: %d inline bytes", ErrNotSupported, s.qp.Cap().MaxInlineData)
 	}
 	if err := s.qp.Modify(&qp.Attr{State: qp.Init, Port: s.port, QKey: gsiQKey}, qp.MaskState|qp.MaskPKeyIndex|qp.MaskPort|qp.MaskQKey); err != nil {
 		return err
@@ -128,8 +129,8 @@ func (s *UDSend) setup() error {
 	return s.qp.Modify(&qp.Attr{State: qp.RTS}, qp.MaskState|qp.MaskSQPSN)
 }
 
-// QPN is the UD QP the MADs leave from.
-func (s *UDSend) QPN() uint32 { return s.qp.Num() }
+// Num is the number of the UD QP the MADs leave from.
+func (s *UDSend) Num() uint32 { return s.qp.Num() }
 
 // Failed is why the UD path stopped taking sends, or nil.
 func (s *UDSend) Failed() error {
@@ -164,7 +165,7 @@ func (s *UDSend) Send(to engine.Addr, m []byte) error {
 }
 
 func (s *UDSend) sendUD(to engine.Addr, m []byte) error {
-	if to.GID == (mad.GID{}) || to.PKeyIndex != 0 || (to.Port != 0 && to.Port != s.port) {
+	if to.GID == (rdma.GID{}) || to.PKeyIndex != 0 || (to.Port != 0 && to.Port != s.port) {
 		return errUMADOnly
 	}
 	if err := s.reap(); err != nil {
@@ -265,7 +266,7 @@ func (s *UDSend) retire(k ahKey, a *udAH) {
 // Close closes the UD QP's device context and the umad transport.
 func (s *UDSend) Close() error {
 	s.mu.Lock()
-	s.failed = ErrClosed
+	s.failed = errClosed
 	err := s.x.Close()
 	s.mu.Unlock()
 	return errors.Join(s.Transport.Close(), err)

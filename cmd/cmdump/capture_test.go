@@ -10,6 +10,7 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/pcap"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Test addresses: the active side A and the passive side B.
@@ -51,7 +52,7 @@ func connectionMessages(t testing.TB) []testMessage {
 	req := &mad.REQ{
 		Header:                  mad.Header{TransactionID: reqTID},
 		LocalCommID:             commIDA,
-		ServiceID:               mad.ServiceID(mad.PortSpaceTCP, 7174),
+		ServiceID:               mad.ServiceID(rdma.PortSpaceTCP, 7174),
 		LocalCAGUID:             0x525400fffe000001,
 		LocalQPN:                qpnA,
 		ResponderResources:      1,
@@ -63,14 +64,14 @@ func connectionMessages(t testing.TB) []testMessage {
 		LocalCMResponseTimeout:  20,
 		RetryCount:              7,
 		PartitionKey:            0xFFFF,
-		PathMTU:                 mad.MTU1024,
+		PathMTU:                 rdma.MTU1024,
 		RNRRetryCount:           6,
 		MaxCMRetries:            15,
 		Primary: mad.Path{
 			LocalLID:        0xFFFF,
 			RemoteLID:       0xFFFF,
-			LocalGID:        mad.GIDFromAddr(ipA),
-			RemoteGID:       mad.GIDFromAddr(ipB),
+			LocalGID:        rdma.GIDFromAddr(ipA),
+			RemoteGID:       rdma.GIDFromAddr(ipB),
 			FlowLabel:       0x12345,
 			PacketRate:      0x10,
 			TrafficClass:    0x60,
@@ -117,17 +118,17 @@ func connectionMessages(t testing.TB) []testMessage {
 	timeoutRej := &mad.REJ{Header: mad.Header{TransactionID: reqTID + 2}, LocalCommID: commIDA + 2, RemoteCommID: commIDB + 2, MessageRejected: mad.RejectedREP, Reason: mad.RejectTimeout}
 	mustSet(t, timeoutRej.SetARI([]byte{0x52, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x01}))
 
-	sidrReq := &mad.SIDRREQ{Header: mad.Header{TransactionID: 0x0000000300000009}, RequestID: 9, PartitionKey: 0xFFFF, ServiceID: mad.ServiceID(mad.PortSpaceUDP, 7471)}
+	sidrReq := &mad.SIDRREQ{Header: mad.Header{TransactionID: 0x0000000300000009}, RequestID: 9, PartitionKey: 0xFFFF, ServiceID: mad.ServiceID(rdma.PortSpaceUDP, 7471)}
 	mustSet(t, (&mad.IPHeader{IPVersion: 4, SrcPort: 50000, Src: ipA, Dst: ipB}).MarshalWithData(sidrReq.PrivateData[:], nil))
-	sidrRep := &mad.SIDRREP{Header: mad.Header{TransactionID: 0x0000000300000009}, RequestID: 9, Status: mad.SIDRSuccess, QPN: 0x000033, ServiceID: mad.ServiceID(mad.PortSpaceUDP, 7471), QKey: 0x01234567}
+	sidrRep := &mad.SIDRREP{Header: mad.Header{TransactionID: 0x0000000300000009}, RequestID: 9, Status: mad.SIDRSuccess, QPN: 0x000033, ServiceID: mad.ServiceID(rdma.PortSpaceUDP, 7471), QKey: 0x01234567}
 	sidrRep.SetECE(ece.ECE{VendorID: 0x15b3, Options: 0x10000000})
 
 	// An AF_IB REQ: a service ID outside the rdma_cm port spaces, no IP
 	// header, no ECE.
 	afib := &mad.REQ{
 		Header: mad.Header{TransactionID: 0x0000000400000005}, LocalCommID: 5, ServiceID: 0x1000000000000abc,
-		LocalQPN: 0x44, StartingPSN: 1, PartitionKey: 0xFFFF, PathMTU: mad.MTU4096, MaxCMRetries: 15,
-		Primary: mad.Path{LocalGID: mad.GIDFromAddr(ipA), RemoteGID: mad.GIDFromAddr(ipB), HopLimit: 64},
+		LocalQPN: 0x44, StartingPSN: 1, PartitionKey: 0xFFFF, PathMTU: rdma.MTU4096, MaxCMRetries: 15,
+		Primary: mad.Path{LocalGID: rdma.GIDFromAddr(ipA), RemoteGID: rdma.GIDFromAddr(ipB), HopLimit: 64},
 	}
 	mustSet(t, afib.SetPrivateData([]byte{0x01, 0, 0, 0, 0, 0, 0, 9}))
 

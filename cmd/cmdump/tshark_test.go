@@ -19,6 +19,7 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/pcap"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // tsharkField is one leaf of tshark's JSON output, with the names of the
@@ -152,7 +153,7 @@ func expectREQ(m *mad.REQ, overIPv4 bool) expectation {
 		e.add(n+"remotelid", fmt.Sprint(p.path.RemoteLID))
 		for _, g := range []struct {
 			name string
-			gid  mad.GID
+			gid  rdma.GID
 		}{{"localgid", p.path.LocalGID}, {"remotegid", p.path.RemoteGID}} {
 			switch {
 			case p.prefix == "alt_":
@@ -339,9 +340,9 @@ func TestTsharkIndependentDecode(t *testing.T) {
 	// over IPv4 and over IPv6.
 	alt := *cases[0].msg.(*mad.REQ)
 	alt.LocalCommID = 0xA1A2A3A4
-	alt.Primary.LocalGID = mad.GID{0xfe, 0x80, 15: 1}
-	alt.Primary.RemoteGID = mad.GID{0x20, 0x01, 0x0d, 0xb8, 15: 2}
-	alt.Alternate = mad.Path{LocalLID: 7, RemoteLID: 9, LocalGID: mad.GID{0xfe, 0x80, 15: 3}, RemoteGID: mad.GIDFromAddr(ipB),
+	alt.Primary.LocalGID = rdma.GID{0xfe, 0x80, 15: 1}
+	alt.Primary.RemoteGID = rdma.GID{0x20, 0x01, 0x0d, 0xb8, 15: 2}
+	alt.Alternate = mad.Path{LocalLID: 7, RemoteLID: 9, LocalGID: rdma.GID{0xfe, 0x80, 15: 3}, RemoteGID: rdma.GIDFromAddr(ipB),
 		FlowLabel: 0xEDCBA, PacketRate: 0x2F, TrafficClass: 0x22, HopLimit: 3, SL: 15, SubnetLocal: true, LocalACKTimeout: 31}
 	alt.SAPSupported = true
 	alt.SRQ, alt.RDCExists = true, true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // The -cmtime mode times connection setup and teardown the way rdma-core's
@@ -159,7 +160,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	for i := range t.nodes {
 		node := &t.nodes[i]
 		node.times[stepCreateID][0] = time.Now()
-		id, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Context: node})
+		id, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Context: node})
 		if err != nil {
 			return err
 		}
@@ -333,7 +334,7 @@ func (a *app) cmtimeServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := a.ch.CreateID(cm.PortSpaceTCP, nil)
+	l, err := a.ch.CreateID(rdma.PortSpaceTCP, nil)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // The connect-only mode runs the external-QP flow of rdma_set_local_ece(3)
@@ -57,7 +58,7 @@ func modifyQP(id *cm.ID, q extQP, states ...qp.State) error {
 }
 
 func (a *app) connectOnlyClient(ctx context.Context) error {
-	id, err := a.ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	id, err := a.ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		return err
 	}
@@ -207,7 +208,7 @@ func (a *app) connectOnlyServer(ctx context.Context) error {
 func connParam(q extQP) cm.ConnParam {
 	p := cm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}
 	if q != nil {
-		p.QPNum = q.QPN()
+		p.QPNum = q.Num()
 	}
 	return p
 }

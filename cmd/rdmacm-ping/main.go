@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // minSize is rping's RPING_MIN_BUFSIZE: room for "rdma-ping-%d: " with the
@@ -61,7 +62,7 @@ type app struct {
 }
 
 func run(ctx context.Context, cfg *config) error {
-	opts := &cm.Options{Backend: cfg.backend, UMADSends: cfg.umadSends}
+	opts := &cm.Options{Backend: cm.Backend(cfg.backend), UMADSends: cfg.umadSends}
 	if cfg.pcap != "" {
 		f, err := os.Create(cfg.pcap)
 		if err != nil {
@@ -182,7 +183,7 @@ func (a *app) listen() (*cm.ID, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := a.ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	l, err := a.ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		return nil, err
 	}

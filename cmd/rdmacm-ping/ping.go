@@ -14,6 +14,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -297,7 +298,7 @@ func (s *rttStats) String() string {
 }
 
 func (a *app) pingClient(ctx context.Context) error {
-	id, err := a.ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	id, err := a.ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		return err
 	}
@@ -586,7 +587,7 @@ func (pc *pingConn) runServer(ctx context.Context) (int, error) {
 // uverbsQP adapts *uverbs.QP to extQP.
 type uverbsQP struct{ q *uverbs.QP }
 
-func (u uverbsQP) QPN() uint32                        { return u.q.Num() }
+func (u uverbsQP) Num() uint32                        { return u.q.Num() }
 func (u uverbsQP) QueryECE() (ece.ECE, error)         { return u.q.QueryECE() }
 func (u uverbsQP) SetECE(e ece.ECE) error             { return u.q.SetECE(e) }
 func (u uverbsQP) Modify(a *qp.Attr, m qp.Mask) error { return u.q.Modify(a, m) }

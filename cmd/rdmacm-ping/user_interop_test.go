@@ -44,7 +44,7 @@ func userPair(tb testing.TB) *vmtest.Pair {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
-		theUserPair, userPairErr = vmtest.BootPair(ctx, vmtest.PairOptions{Log: os.Stderr, SkipModulesA: vmtest.CMModules})
+		theUserPair, userPairErr = vmtest.BootPair(ctx, vmtest.PairOptions{Log: os.Stderr, SkipModulesA: vmtest.CMModules()})
 		if userPairErr == nil {
 			userToolsErr = buildTools(theUserPair.Share)
 			userPairClose = func() { theUserPair.Close() }

@@ -9,7 +9,7 @@ import (
 
 // extQP is the program's own QP (the external-QP flow).
 type extQP interface {
-	QPN() uint32
+	Num() uint32
 	QueryECE() (ece.ECE, error)
 	SetECE(ece.ECE) error
 	Modify(*qp.Attr, qp.Mask) error

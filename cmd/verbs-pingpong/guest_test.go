@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
-	"github.com/go-rdma/rdmacm/uverbs"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // self is this test binary, run as verbs-pingpong (TestMain) on either
@@ -52,7 +52,7 @@ func gidIndex(t testing.TB, m *guest.Machine, addr string) int {
 		if len(f) < 4 || f[2]+" "+f[3] != "RoCE v2" {
 			continue
 		}
-		g, err := uverbs.ParseGID(f[1])
+		g, err := rdma.ParseGID(f[1])
 		if err == nil && net.IP(g[:]).Equal(ip) {
 			n, _ := strconv.Atoi(f[0])
 			return n

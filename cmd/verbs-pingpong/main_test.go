@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-rdma/rdmacm/internal/leakcheck"
-	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -36,7 +36,7 @@ func TestParseOptionsLikeGetopt(t *testing.T) {
 			o.device, o.port, o.validate, o.events, o.serverName = "mlx5_0", 9999, true, true, "host"
 		}},
 		{[]string{"host", "-ec", "-m", "2048", "-r", "8", "-i", "2", "-l", "3"}, func(o *options) {
-			o.serverName, o.events, o.validate, o.mtu, o.rxDepth, o.ibPort, o.sl = "host", true, true, qp.MTU2048, 8, 2, 3
+			o.serverName, o.events, o.validate, o.mtu, o.rxDepth, o.ibPort, o.sl = "host", true, true, rdma.MTU2048, 8, 2, 3
 		}},
 		{[]string{"--", "-weird-host"}, func(o *options) { o.serverName = "-weird-host" }},
 	} {
@@ -57,7 +57,7 @@ func TestParseOptionsLikeGetopt(t *testing.T) {
 }
 
 func TestWireFormat(t *testing.T) {
-	gid := uverbs.GID{10: 0xff, 11: 0xff, 12: 192, 13: 0, 14: 2, 15: 1}
+	gid := rdma.GID{10: 0xff, 11: 0xff, 12: 192, 13: 0, 14: 2, 15: 1}
 	d := dest{lid: 0x1a, qpn: 0x11, psn: 0xabcdef, gid: gid}
 	b := d.encode()
 	// sprintf("%04x:%06x:%06x:%s") with gid_to_wire_gid's 32 hex digits,
@@ -80,8 +80,8 @@ func TestWireFormat(t *testing.T) {
 			t.Errorf("%q parsed", bad)
 		}
 	}
-	if gidString(gid) != "::ffff:192.0.2.1" {
-		t.Errorf("inet_ntop form %q", gidString(gid))
+	if gid.Addr().String() != "::ffff:192.0.2.1" {
+		t.Errorf("inet_ntop form %q", gid.Addr().String())
 	}
 }
 
@@ -94,8 +94,8 @@ func TestExchangeOverTCP(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	srvDest := dest{qpn: 0x22, psn: 0x2222, gid: uverbs.GID{15: 2}}
-	cliDest := dest{qpn: 0x11, psn: 0x1111, gid: uverbs.GID{15: 1}}
+	srvDest := dest{qpn: 0x22, psn: 0x2222, gid: rdma.GID{15: 2}}
+	cliDest := dest{qpn: 0x11, psn: 0x1111, gid: rdma.GID{15: 1}}
 	type out struct {
 		d   dest
 		err error

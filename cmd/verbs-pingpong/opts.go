@@ -6,27 +6,27 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // options are ibv_rc_pingpong's, with its defaults.
 type options struct {
-	port       int    // -p, --port: TCP port of the exchange (18515)
-	device     string // -d, --ib-dev: device (first found)
-	ibPort     int    // -i, --ib-port: device port (1)
-	size       int    // -s, --size: message size (4096)
-	mtu        qp.MTU // -m, --mtu: path MTU (1024)
-	rxDepth    int    // -r, --rx-depth: receives posted at a time (500)
-	iters      int    // -n, --iters: exchanges (1000)
-	sl         int    // -l, --sl: service level (0)
-	events     bool   // -e, --events: sleep on CQ events instead of polling
-	gidIndex   int    // -g, --gid-idx: local GID index (-1: none, IB only)
-	validate   bool   // -c, --chk: validate the received buffer
-	serverName string // the server to connect to; empty: be the server
+	port       int      // -p, --port: TCP port of the exchange (18515)
+	device     string   // -d, --ib-dev: device (first found)
+	ibPort     int      // -i, --ib-port: device port (1)
+	size       int      // -s, --size: message size (4096)
+	mtu        rdma.MTU // -m, --mtu: path MTU (1024)
+	rxDepth    int      // -r, --rx-depth: receives posted at a time (500)
+	iters      int      // -n, --iters: exchanges (1000)
+	sl         int      // -l, --sl: service level (0)
+	events     bool     // -e, --events: sleep on CQ events instead of polling
+	gidIndex   int      // -g, --gid-idx: local GID index (-1: none, IB only)
+	validate   bool     // -c, --chk: validate the received buffer
+	serverName string   // the server to connect to; empty: be the server
 }
 
 func defaultOptions() options {
-	return options{port: 18515, ibPort: 1, size: 4096, mtu: qp.MTU1024, rxDepth: 500, iters: 1000, gidIndex: -1}
+	return options{port: 18515, ibPort: 1, size: 4096, mtu: rdma.MTU1024, rxDepth: 500, iters: 1000, gidIndex: -1}
 }
 
 const usageText = `Usage:
@@ -168,7 +168,7 @@ func (o *options) set(name, val string) error {
 		var n int
 		if n, err = number(name, val); err == nil {
 			var ok bool
-			if o.mtu, ok = qp.MTUFromBytes(n); !ok {
+			if o.mtu, ok = rdma.MTUFromBytes(n); !ok {
 				err = fmt.Errorf("%w: mtu %d (256, 512, 1024, 2048 or 4096)", errUsage, n)
 			}
 		}

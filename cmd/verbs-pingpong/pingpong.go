@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -30,7 +30,7 @@ type dest struct {
 	lid uint16
 	qpn uint32
 	psn uint32
-	gid uverbs.GID
+	gid rdma.GID
 }
 
 // wireLen is sizeof "0000:000000:000000:00000000000000000000000000000000"
@@ -279,7 +279,6 @@ func (p *pingpong) postRecv(n int) int {
 
 // gidString formats g like inet_ntop(AF_INET6), keeping the
 // "::ffff:a.b.c.d" form of IPv4-mapped GIDs.
-func gidString(g uverbs.GID) string { return netip.AddrFrom16(g).String() }
 
 func randomPSN() uint32 {
 	var b [4]byte
@@ -330,7 +329,7 @@ func run(o options, stdout io.Writer) (result, error) {
 			return res, fmt.Errorf("can't read sgid of index %d", o.gidIndex)
 		}
 	}
-	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, gidString(my.gid))
+	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, my.gid.Addr().String())
 	var rem dest
 	if o.serverName != "" {
 		rem, err = clientExchange(o.serverName, o.port, my)
@@ -340,7 +339,7 @@ func run(o options, stdout io.Writer) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem.lid, rem.qpn, rem.psn, gidString(rem.gid))
+	fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem.lid, rem.qpn, rem.psn, rem.gid.Addr().String())
 	if o.serverName != "" {
 		if err := p.connect(my.psn, rem); err != nil {
 			return res, err

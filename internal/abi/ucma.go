@@ -18,11 +18,13 @@ const UcmaABIVersion = 4
 // UcmaDevicePath is the rdma_cm misc device.
 const UcmaDevicePath = "/dev/infiniband/rdma_cm"
 
-// UcmaABIVersionPaths are the sysfs files holding the ucma ABI version,
-// newest kernel layout first.
-var UcmaABIVersionPaths = []string{
-	"/sys/class/misc/rdma_cm/abi_version",
-	"/sys/class/infiniband_ucma/abi_version",
+// UcmaABIVersionPaths returns the sysfs files holding the ucma ABI
+// version, newest kernel layout first.
+func UcmaABIVersionPaths() []string {
+	return []string{
+		"/sys/class/misc/rdma_cm/abi_version",
+		"/sys/class/infiniband_ucma/abi_version",
+	}
 }
 
 // ucma command numbers (enum RDMA_USER_CM_CMD_*).

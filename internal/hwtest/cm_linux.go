@@ -12,6 +12,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -148,7 +149,7 @@ const cmMessage = "hwtest: one message over a CM connection"
 // cmExchange runs a listener and a client in this process on the device's
 // IPv4 address: REQ with ECE, REP with the answer, RTU, one SEND checked,
 // DREQ/DREP.
-func (tg *target) cmExchange(ctx context.Context, backend string, port uint16) (string, error) {
+func (tg *target) cmExchange(ctx context.Context, backend cm.Backend, port uint16) (string, error) {
 	if !tg.ip.IsValid() {
 		return "", skipf("no IPv4 address for the CM: %v", tg.ipErr)
 	}
@@ -158,7 +159,7 @@ func (tg *target) cmExchange(ctx context.Context, backend string, port uint16) (
 	}
 	defer ch.Close()
 	addr := netip.AddrPortFrom(tg.ip, port)
-	l, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	l, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		return "", fmt.Errorf("create listener: %w", err)
 	}
@@ -267,7 +268,7 @@ func (tg *target) cmExchange(ctx context.Context, backend string, port uint16) (
 // cmClient connects with an application QP offering cmOffer, sends one
 // message and disconnects. It returns the ECE of the REP.
 func (tg *target) cmClient(ctx context.Context, ch *cm.Channel, addr netip.AddrPort) (ece.ECE, error) {
-	id, err := ch.CreateID(cm.PortSpaceTCP, &cm.IDOptions{Sync: true})
+	id, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Sync: true})
 	if err != nil {
 		return ece.ECE{}, fmt.Errorf("client: create: %w", err)
 	}

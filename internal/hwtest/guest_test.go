@@ -107,7 +107,7 @@ func TestGuestHwtest(t *testing.T) {
 	if !strings.HasSuffix(md, "\n"+want+"\n") {
 		t.Errorf("report does not end with %q", want)
 	}
-	for _, s := range Sections {
+	for _, s := range Sections() {
 		if !strings.Contains(md, s+"\n") {
 			t.Errorf("report has no %q section", s)
 		}

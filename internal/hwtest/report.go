@@ -79,8 +79,8 @@ const (
 	ChecksHeading = "## Checks"
 )
 
-// Sections lists the headings every report has.
-var Sections = []string{TitleHeading, PortsHeading, GIDsHeading, ChecksHeading}
+// Sections returns the headings every report has.
+func Sections() []string { return []string{TitleHeading, PortsHeading, GIDsHeading, ChecksHeading} }
 
 // Add appends a result.
 func (r *Report) Add(res Result) { r.Checks = append(r.Checks, res) }

@@ -55,7 +55,7 @@ hwtest: 1 passed, 1 failed, 1 skipped
 	if diff := cmp.Diff(want, md); diff != "" {
 		t.Errorf("Markdown (-want +got):\n%s", diff)
 	}
-	for _, s := range Sections {
+	for _, s := range Sections() {
 		if !strings.Contains(md, "\n"+s+"\n") && !strings.HasPrefix(md, s+"\n") {
 			t.Errorf("section %q missing", s)
 		}

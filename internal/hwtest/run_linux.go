@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 	"golang.org/x/sys/unix"
 )
@@ -35,8 +35,8 @@ type target struct {
 	ioctl    bool
 	gid      uverbs.GIDEntry // port 1's GID for loopback
 	lid      uint16
-	mtu      qp.MTU // port 1
-	ib       bool   // InfiniBand link layer (AH needs the DLID)
+	mtu      rdma.MTU // port 1
+	ib       bool     // InfiniBand link layer (AH needs the DLID)
 	ip       netip.Addr
 	ipErr    error // why there is no IPv4 address
 }
@@ -195,7 +195,7 @@ func pickGID(gids []uverbs.GIDEntry) (uverbs.GIDEntry, bool) {
 	return uverbs.GIDEntry{}, false
 }
 
-func isV4Mapped(g uverbs.GID) bool {
+func isV4Mapped(g rdma.GID) bool {
 	a := netip.AddrFrom16(g)
 	return a.Is4In6()
 }
@@ -259,7 +259,7 @@ func describe(rep *Report, tg *target) {
 		iface = "unknown"
 	}
 	rep.Set("interface", iface)
-	if tg.gid.GID != (uverbs.GID{}) {
+	if tg.gid.GID != (rdma.GID{}) {
 		rep.Set("loopback GID", fmt.Sprintf("port 1 index %d (%v, %s)", tg.gid.Index, tg.gid.Type, valueOr(tg.gid.Netdev, "no netdev")))
 	}
 	if tg.ip.IsValid() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Case is one malformed (or merely unexpected) MAD.
@@ -50,9 +51,9 @@ func Cases(seed uint64, randomBodies int) []Case {
 	}
 	h := func(tid uint64) mad.Header { return mad.Header{TransactionID: tid} }
 	req := func() []byte {
-		r := &mad.REQ{Header: h(0x1000), LocalCommID: 0x0badf00d, ServiceID: mad.ServiceID(mad.PortSpaceTCP, UnusedPort),
+		r := &mad.REQ{Header: h(0x1000), LocalCommID: 0x0badf00d, ServiceID: mad.ServiceID(rdma.PortSpaceTCP, UnusedPort),
 			LocalCAGUID: 0x525400fffe0000ff, LocalQPN: 0x77, StartingPSN: 1, LocalCMResponseTimeout: 20,
-			RemoteCMResponseTimeout: 20, MaxCMRetries: 15, PathMTU: mad.MTU1024}
+			RemoteCMResponseTimeout: 20, MaxCMRetries: 15, PathMTU: rdma.MTU1024}
 		r.PrivateData[len(r.PrivateData)-1] = 0x5a // a nonzero tail: a truncated copy differs once zero-padded
 		return build(r)
 	}
@@ -88,7 +89,7 @@ func Cases(seed uint64, randomBodies int) []Case {
 		{Name: "dreq-unknown-id", Payload: dreq()},
 		{Name: "drep-unknown-id", Payload: build(&mad.DREP{Header: h(0x8000), LocalCommID: 0xbbbbbbbb, RemoteCommID: 0xcccccccc})},
 		{Name: "dreq-reserved-bits", Payload: with(dreq(), func(b []byte) { b[4] = 0xff; b[24+11] = 0xff; b[255] = 0xff })},
-		{Name: "sidr-req-unknown-service", Payload: build(&mad.SIDRREQ{Header: h(0x9000), RequestID: 0xdddddddd, ServiceID: mad.ServiceID(mad.PortSpaceUDP, UnusedPort)})},
+		{Name: "sidr-req-unknown-service", Payload: build(&mad.SIDRREQ{Header: h(0x9000), RequestID: 0xdddddddd, ServiceID: mad.ServiceID(rdma.PortSpaceUDP, UnusedPort)})},
 		{Name: "lap", Payload: build(&mad.LAP{Header: h(0xa000), LocalCommID: 0xeeeeeeee, RemoteCommID: 0xffffffff})},
 	}
 	r := rand.New(rand.NewPCG(seed, 0xbad))
@@ -104,7 +105,7 @@ func Cases(seed uint64, randomBodies int) []Case {
 		a := attrs[i%len(attrs)]
 		binary.BigEndian.PutUint16(b[16:], uint16(a))
 		if a == mad.AttrREQ || a == mad.AttrSIDRREQ { // service ID at 32 in both: nobody listens
-			binary.BigEndian.PutUint64(b[32:], mad.ServiceID(mad.PortSpaceTCP, UnusedPort))
+			binary.BigEndian.PutUint64(b[32:], mad.ServiceID(rdma.PortSpaceTCP, UnusedPort))
 		}
 		cs = append(cs, Case{Name: fmt.Sprintf("random-%v-%d", a, i), Payload: b})
 	}

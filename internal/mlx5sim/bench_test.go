@@ -17,6 +17,7 @@ import (
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/mlx5sim"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -196,7 +197,7 @@ func newGoRig(b *testing.B) *goRig {
 		m qp.Mask
 	}{
 		{qp.Attr{State: qp.Init, Port: 1, AccessFlags: qp.AccessRemoteWrite}, qp.MaskState | qp.MaskPKeyIndex | qp.MaskPort | qp.MaskAccessFlags},
-		{qp.Attr{State: qp.RTR, PathMTU: qp.MTU1024, DestQPN: 0x123, MaxDestRdAtomic: 1, MinRNRTimer: 12,
+		{qp.Attr{State: qp.RTR, PathMTU: rdma.MTU1024, DestQPN: 0x123, MaxDestRdAtomic: 1, MinRNRTimer: 12,
 			AH: qp.AH{IsGlobal: true, PortNum: 1, GRH: qp.GRH{HopLimit: 64, DGID: [16]byte{10: 0xff, 11: 0xff, 12: 192, 14: 2, 15: 2}}}},
 			qp.MaskState | qp.MaskAV | qp.MaskPathMTU | qp.MaskDestQPN | qp.MaskRQPSN | qp.MaskMaxDestRdAtomic | qp.MaskMinRNRTimer},
 		{qp.Attr{State: qp.RTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -361,7 +362,7 @@ func descModify(m abi.UverbsModifyQP) string {
 	if mask&maskAV != 0 {
 		a := m.Dest
 		fmt.Fprintf(&s, " av{dgid=%s flow=%d sgid=%d hop=%d tclass=%d sl=%d dlid=%d spb=%d rate=%d global=%d port=%d}",
-			gidString(a.DGID), a.FlowLabel, a.SGIDIndex, a.HopLimit, a.TrafficClass, a.SL, a.DLID, a.SrcPathBits, a.StaticRate, a.IsGlobal, a.PortNum)
+			rdma.GID(a.DGID).String(), a.FlowLabel, a.SGIDIndex, a.HopLimit, a.TrafficClass, a.SL, a.DLID, a.SrcPathBits, a.StaticRate, a.IsGlobal, a.PortNum)
 	}
 	f(maskPathMTU, "mtu=%d", m.PathMTU)
 	f(maskTimeout, "timeout=%d", m.Timeout)

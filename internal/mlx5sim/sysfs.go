@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Fixed identity of the simulated device.
@@ -22,7 +24,7 @@ const (
 
 // GIDs of port 1 (RoCE): index 0 is RoCE v2 ::ffff:192.0.2.1, index 1 the
 // link-local RoCE v1 GID. QUERY_PORT reports gid_tbl_len 2.
-var portGIDs = [][16]byte{
+var portGIDs = []rdma.GID{
 	{10: 0xff, 11: 0xff, 12: 192, 13: 0, 14: 2, 15: 1},
 	{0: 0xfe, 1: 0x80, 8: 0x00, 9: 0x02, 10: 0xc0, 11: 0xff, 12: 0xfe, 13: 0x00, 14: 0x02, 15: 0x01},
 }
@@ -31,17 +33,6 @@ var portGIDTypes = []string{"RoCE v2", "IB/RoCE v1"}
 
 func guidString(g uint64) string {
 	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, g>>32&0xffff, g>>16&0xffff, g&0xffff)
-}
-
-func gidString(g [16]byte) string {
-	s := ""
-	for i := 0; i < 16; i += 2 {
-		if i > 0 {
-			s += ":"
-		}
-		s += fmt.Sprintf("%02x%02x", g[i], g[i+1])
-	}
-	return s
 }
 
 // WriteSysfs writes the fake sysfs tree under dir: what libibverbs v44
@@ -76,7 +67,7 @@ func WriteSysfs(dir string, p Profile) error {
 		"class/infiniband/mlx5_0/ports/1/pkeys/0":        "0xffff",
 	}
 	for i, g := range portGIDs {
-		files[fmt.Sprintf("class/infiniband/mlx5_0/ports/1/gids/%d", i)] = gidString(g)
+		files[fmt.Sprintf("class/infiniband/mlx5_0/ports/1/gids/%d", i)] = g.String()
 		files[fmt.Sprintf("class/infiniband/mlx5_0/ports/1/gid_attrs/types/%d", i)] = portGIDTypes[i]
 	}
 	for name, content := range files {

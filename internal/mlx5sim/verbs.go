@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/rdma"
 	"golang.org/x/sys/unix"
 )
 
@@ -328,7 +329,7 @@ func (c *call) writeCreateAH(in []byte, out outbuf) unix.Errno {
 	pd := c.get("pd", req.PDHandle)
 	name := c.d.peek("ah")
 	c.descf("CREATE_AH %s pd=%s dgid=%s flow=%d sgid=%d hop=%d tclass=%d dlid=%d sl=%d spb=%d rate=%d global=%d port=%d drv_in=%s",
-		name, nameOf(pd), gidString(a.GRH.DGID), a.GRH.FlowLabel, a.GRH.SGIDIndex, a.GRH.HopLimit, a.GRH.TrafficClass,
+		name, nameOf(pd), rdma.GID(a.GRH.DGID).String(), a.GRH.FlowLabel, a.GRH.SGIDIndex, a.GRH.HopLimit, a.GRH.TrafficClass,
 		a.DLID, a.SL, a.SrcPathBits, a.StaticRate, a.IsGlobal, a.PortNum, hexs(c.drvIn))
 	if pd == nil {
 		return c.finish(unix.EINVAL)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
-	"github.com/go-rdma/rdmacm/mad"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // newPairFabric is two nodes on a perfect link: node 2 listens, accepts
@@ -17,7 +17,7 @@ func newPairFabric(tb testing.TB) *Fabric {
 	f.CheckInvariants = false
 	f.Nodes[0].Policy = Policy{AutoEstablish: true, AutoDestroy: true}
 	f.Nodes[1].Policy = Policy{AutoAccept: true, AutoDREP: true, AutoDestroy: true}
-	if _, err := f.Nodes[1].Engine.Listen(f.Now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port}); err != nil {
+	if _, err := f.Nodes[1].Engine.Listen(f.Now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port}); err != nil {
 		tb.Fatal(err)
 	}
 	return f
@@ -108,7 +108,7 @@ func retainedPerConn(n int) (float64, error) {
 	f.CheckInvariants = false
 	f.Nodes[0].Policy = Policy{AutoEstablish: true}
 	f.Nodes[1].Policy = Policy{AutoAccept: true}
-	if _, err := f.Nodes[1].Engine.Listen(f.Now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port}); err != nil {
+	if _, err := f.Nodes[1].Engine.Listen(f.Now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port}); err != nil {
 		return 0, err
 	}
 	ids, err := establishMany(f, n)

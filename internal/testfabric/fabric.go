@@ -21,6 +21,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Epoch is the virtual clock's start.
@@ -80,7 +81,7 @@ type Node struct {
 	Index  int
 	Name   string
 	IP     netip.Addr
-	GID    mad.GID
+	GID    rdma.GID
 	GUID   uint64
 	Engine *engine.Engine
 	// Crashed nodes receive nothing and send nothing.
@@ -119,7 +120,7 @@ type Fabric struct {
 	fifo   []packet
 	fifoAt int
 	heap   packetHeap
-	byGID  map[mad.GID]int
+	byGID  map[rdma.GID]int
 	// Errors collects QP check failures and engine invariant violations.
 	Errors []error
 	// CheckInvariants runs Engine.CheckInvariants after every flush.
@@ -164,10 +165,10 @@ const (
 // randomness; node engines use seeds derived from seed.
 func New(n int, seed uint64) *Fabric {
 	f := &Fabric{Now: Epoch, links: map[[2]int]*Faults{}, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)),
-		byGID: map[mad.GID]int{}, CheckInvariants: true}
+		byGID: map[rdma.GID]int{}, CheckInvariants: true}
 	for i := range n {
 		ip := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})
-		nd := &Node{Index: i, Name: fmt.Sprint(i + 1), IP: ip, GID: mad.GIDFromAddr(ip),
+		nd := &Node{Index: i, Name: fmt.Sprint(i + 1), IP: ip, GID: rdma.GIDFromAddr(ip),
 			GUID: 0x525400fffe000000 | uint64(i+1), seed: seed*1000 + uint64(i)}
 		f.Nodes = append(f.Nodes, nd)
 		f.byGID[nd.GID] = i
@@ -273,14 +274,17 @@ func (n *Node) NewQP(t qp.QPType) uint32 {
 // PathTo returns the RoCE path from n to m as the rdma_cm builds it on rxe
 // (Linux 6.1): P_Key 0xffff, MTU 1024, hop limit 64, packet lifetime 18.
 func (n *Node) PathTo(m *Node) engine.Path {
-	return engine.Path{Port: 1, PKey: 0xffff, SGID: n.GID, DGID: m.GID, HopLimit: 64,
-		MTU: mad.MTU1024, PacketLifeTime: 18, RoCE: true}
+	return engine.Path{
+		PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: n.GID, DGID: m.GID, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: 18},
+		Port:       1,
+		RoCE:       true,
+	}
 }
 
 // ConnectParams returns rdma_connect-like parameters from n to m's port.
 func (n *Node) ConnectParams(m *Node, port uint16) engine.ConnectParams {
 	return engine.ConnectParams{
-		PortSpace: mad.PortSpaceTCP,
+		PortSpace: rdma.PortSpaceTCP,
 		Src:       netip.AddrPortFrom(n.IP, 40000+uint16(n.nextQPN)), Dst: netip.AddrPortFrom(m.IP, port),
 		Path: n.PathTo(m), QPN: n.NewQP(qp.RC), ResponderResources: 1, InitiatorDepth: 1,
 		RetryCount: 7, RNRRetryCount: 7, ManageQP: n.Policy.ManageQP,

@@ -13,6 +13,7 @@ import (
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Case is one command of a transcript with its expected output.
@@ -217,14 +218,14 @@ func num(args map[string]string, k string, def uint64) (uint64, error) {
 	return strconv.ParseUint(v, 0, 64)
 }
 
-func portSpace(v string) (mad.PortSpace, error) {
+func portSpace(v string) (rdma.PortSpace, error) {
 	switch v {
 	case "", "tcp":
-		return mad.PortSpaceTCP, nil
+		return rdma.PortSpaceTCP, nil
 	case "udp":
-		return mad.PortSpaceUDP, nil
+		return rdma.PortSpaceUDP, nil
 	case "ib":
-		return mad.PortSpaceIB, nil
+		return rdma.PortSpaceIB, nil
 	}
 	return 0, fmt.Errorf("port space %q", v)
 }
@@ -420,7 +421,7 @@ func (s *Script) cmdConnect(cmd string, pos []string, args map[string]string) er
 	p.PrivateData = []byte(args["pd"])
 	var id engine.ID
 	if cmd == "sidr" {
-		id, err = n.Engine.ResolveSIDR(s.now(), engine.SIDRParams{PortSpace: mad.PortSpaceUDP,
+		id, err = n.Engine.ResolveSIDR(s.now(), engine.SIDRParams{PortSpace: rdma.PortSpaceUDP,
 			Src: p.Src, Dst: p.Dst, Path: p.Path, PrivateData: p.PrivateData})
 	} else {
 		if p.PortSpace, err = portSpace(args["ps"]); err != nil {

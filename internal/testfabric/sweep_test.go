@@ -12,6 +12,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 var (
@@ -214,7 +215,7 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 		if rng.IntN(4) == 0 || opts.mraStorm { // slow accept: duplicate REQs meet the armed MRA
 			pol[i].acceptDelay = time.Duration(rng.IntN(9000)) * time.Millisecond
 		}
-		if _, err := n.Engine.Listen(f.Now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port}); err != nil {
+		if _, err := n.Engine.Listen(f.Now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port}); err != nil {
 			return res, err
 		}
 	}
@@ -379,7 +380,7 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 					f.Restart(i)
 				}
 				f.Nodes[i].OnEvent = onEvent
-				if _, err := f.Nodes[i].Engine.Listen(f.Now, engine.ListenParams{PortSpace: mad.PortSpaceTCP, Port: port}); err != nil {
+				if _, err := f.Nodes[i].Engine.Listen(f.Now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port}); err != nil {
 					f.Errors = append(f.Errors, err)
 				}
 			})

@@ -324,7 +324,7 @@ func TestECEReject35(t *testing.T) {
 func TestGuestWithoutKernelCM(t *testing.T) {
 	requireVMTest(t)
 	ctx := testCtx(t, pairBudget)
-	g, err := Boot(ctx, PairOptions{SkipModulesA: CMModules, Log: os.Stderr})
+	g, err := Boot(ctx, PairOptions{SkipModulesA: CMModules(), Log: os.Stderr})
 	if err != nil {
 		t.Fatalf("guest without CM modules did not boot: %v", err)
 	}
@@ -337,7 +337,7 @@ func TestGuestWithoutKernelCM(t *testing.T) {
 	for _, l := range strings.Fields(r.Stdout) {
 		mods[l] = true
 	}
-	for _, m := range CMModules {
+	for _, m := range CMModules() {
 		if mods[m] {
 			t.Errorf("module %s is loaded; it should have been skipped", m)
 		}

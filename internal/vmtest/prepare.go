@@ -26,11 +26,14 @@ var initScript []byte
 // entries are not reused.
 const imageFormat = "vmtest-image-3"
 
-// DebPackages are fetched with `apt-get download` and unpacked into the
-// guest; the kernel image package is resolved from linux-image-amd64.
-var DebPackages = []string{
-	"rdmacm-utils", "ibverbs-utils", "ibverbs-providers", "librdmacm1", "libibverbs1",
-	"libibumad3", "libpci3", "libnl-3-200", "libnl-route-3-200", "perftest",
+// DebPackages returns the packages fetched with `apt-get download` and
+// unpacked into the guest; the kernel image package is resolved from
+// linux-image-amd64.
+func DebPackages() []string {
+	return []string{
+		"rdmacm-utils", "ibverbs-utils", "ibverbs-providers", "librdmacm1", "libibverbs1",
+		"libibumad3", "libpci3", "libnl-3-200", "libnl-route-3-200", "perftest",
+	}
 }
 
 // KernelMetaPackage names the package whose dependency is the kernel image.
@@ -43,9 +46,10 @@ var guestModules = []string{
 	"rdma_rxe", "ib_uverbs", "ib_umad", "rdma_ucm", "crc32_generic", "veth",
 }
 
-// CMModules are the kernel CM modules a guest leaves out (with everything
-// that depends on them) when our own CM engine must own the CM class.
-var CMModules = []string{"ib_cm", "iw_cm", "rdma_cm", "rdma_ucm"}
+// CMModules returns the kernel CM modules a guest leaves out (with
+// everything that depends on them) when our own CM engine must own the CM
+// class.
+func CMModules() []string { return []string{"ib_cm", "iw_cm", "rdma_cm", "rdma_ucm"} }
 
 // guestDebBinaries are copied from the unpacked packages into /usr/bin.
 var guestDebBinaries = []string{
@@ -209,7 +213,7 @@ func resolveVersions(ctx context.Context, log io.Writer) (string, map[string]str
 		if err != nil {
 			return "", nil, err
 		}
-		vers, err := candidateVersions(ctx, append([]string{kpkg}, DebPackages...))
+		vers, err := candidateVersions(ctx, append([]string{kpkg}, DebPackages()...))
 		return kpkg, vers, err
 	}
 	kpkg, vers, err := try()

@@ -12,6 +12,7 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/pcap"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // The golden captures are real kernel CM traffic between two soft-RoCE
@@ -203,7 +204,7 @@ func checkREQ(t *testing.T, req *mad.REQ, port uint16, want ece.ECE) {
 	if got := req.ECE(); got != want {
 		t.Errorf("REQ ECE %v, want %v", got, want)
 	}
-	if ps, p, ok := mad.SplitServiceID(req.ServiceID); !ok || ps != mad.PortSpaceTCP || p != port {
+	if ps, p, ok := mad.SplitServiceID(req.ServiceID); !ok || ps != rdma.PortSpaceTCP || p != port {
 		t.Errorf("REQ service ID %#x, want TCP:%d", req.ServiceID, port)
 	}
 	v, err := mad.ParseIPHeader(req.PrivateData[:])
@@ -213,7 +214,7 @@ func checkREQ(t *testing.T, req *mad.REQ, port uint16, want ece.ECE) {
 	if v.IPVersion() != 4 || v.Src() != guestA || v.Dst() != guestB {
 		t.Errorf("REQ rdma_cm header: IPv%d %v > %v", v.IPVersion(), v.Src(), v.Dst())
 	}
-	if req.Primary.LocalGID != mad.GIDFromAddr(guestA) || req.Primary.RemoteGID != mad.GIDFromAddr(guestB) {
+	if req.Primary.LocalGID != rdma.GIDFromAddr(guestA) || req.Primary.RemoteGID != rdma.GIDFromAddr(guestB) {
 		t.Errorf("REQ GIDs %v > %v", req.Primary.LocalGID, req.Primary.RemoteGID)
 	}
 	// rdma_cm constants (sheet §2.1, §6.2): response timeouts 20, 15 retries.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 	"golang.org/x/sys/unix"
 )
@@ -396,7 +397,7 @@ func (r *Runner) modify(l Line) error {
 		a = qp.Attr{State: qp.RTR}
 		m = qp.MaskState
 		if typ != qp.UD {
-			a.AH, a.PathMTU, a.DestQPN, a.RQPSN = peerAH(), qp.MTU1024, 0x123, 0
+			a.AH, a.PathMTU, a.DestQPN, a.RQPSN = peerAH(), rdma.MTU1024, 0x123, 0
 			m |= qp.MaskAV | qp.MaskPathMTU | qp.MaskDestQPN | qp.MaskRQPSN
 		}
 		if typ == qp.RC {

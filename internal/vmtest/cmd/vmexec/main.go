@@ -73,10 +73,10 @@ func run() int {
 	opts := vmtest.PairOptions{BootTimeout: *bootTimeout, Keep: *keep, Log: os.Stderr,
 		Lifetime: *timeout + 2**bootTimeout + time.Minute}
 	if *nocmA {
-		opts.SkipModulesA = vmtest.CMModules
+		opts.SkipModulesA = vmtest.CMModules()
 	}
 	if *nocmB {
-		opts.SkipModulesB = vmtest.CMModules
+		opts.SkipModulesB = vmtest.CMModules()
 	}
 	p, err := vmtest.BootPair(ctx, opts)
 	if err != nil {

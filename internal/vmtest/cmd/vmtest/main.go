@@ -93,10 +93,10 @@ func pair(ctx context.Context, args []string) error {
 	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug, BootTimeout: *bootTimeout,
 		Lifetime: 8 * time.Hour}
 	if *nocmA {
-		opts.SkipModulesA = vmtest.CMModules
+		opts.SkipModulesA = vmtest.CMModules()
 	}
 	if *nocmB {
-		opts.SkipModulesB = vmtest.CMModules
+		opts.SkipModulesB = vmtest.CMModules()
 	}
 	p, err := vmtest.BootPair(ctx, opts)
 	if err != nil {
@@ -150,7 +150,7 @@ func shell(ctx context.Context, args []string) error {
 	}
 	opts := vmtest.PairOptions{Image: img, Share: *share, Keep: true, Accel: *accel, Debug: *debug}
 	if *nocm {
-		opts.SkipModulesA = vmtest.CMModules
+		opts.SkipModulesA = vmtest.CMModules()
 	}
 	return vmtest.Shell(ctx, opts)
 }

@@ -1,0 +1,75 @@
+package rdma
+
+import "errors"
+
+// The sentinels. Match them with errors.Is; each package re-exports those
+// it returns under the same name.
+var (
+	// ErrNotSupported: the kernel, the backend, the device or this module
+	// lacks the operation (EOPNOTSUPP, ENOTSUP, EPROTONOSUPPORT, ENOSYS).
+	ErrNotSupported = errors.New("not supported")
+	// ErrNoDevice: no RDMA device, or not the one asked for (ENODEV, ENXIO).
+	ErrNoDevice = errors.New("no RDMA device")
+	// ErrPermission: a device node or an operation is not permitted
+	// (EACCES, EPERM).
+	ErrPermission = errors.New("permission denied")
+	// ErrInvalidArgument: an argument is out of range (EINVAL).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrInvalidState: the operation is not valid in the object's state.
+	ErrInvalidState = errors.New("invalid state")
+	// ErrTimeout: an operation timed out (ETIMEDOUT).
+	ErrTimeout = errors.New("timed out")
+	// ErrClosed: the object was closed or destroyed.
+	ErrClosed = errors.New("use of closed object")
+	// ErrNoRoute: the address does not route over an RDMA device
+	// (EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL).
+	ErrNoRoute = errors.New("address does not route over RDMA")
+	// ErrRejected: the peer rejected the connection (ECONNREFUSED).
+	ErrRejected = errors.New("connection rejected")
+	// ErrQueueFull: a work queue has no free slot.
+	ErrQueueFull = errors.New("work queue full")
+	// ErrABIVersion: the kernel speaks an ABI version this module does not.
+	ErrABIVersion = errors.New("unsupported ABI version")
+	// ErrBusy: the resource is in use (EBUSY, EADDRINUSE).
+	ErrBusy = errors.New("resource busy")
+	// ErrDisconnected: the connection ended.
+	ErrDisconnected = errors.New("disconnected")
+)
+
+// OpError is the error of one operation in package Pkg: what was done, on
+// which device or node, and the cause (often a syscall.Errno). It reads
+// "PKG: op on dev (path): cause". A wrapped errno also matches the
+// sentinel ErrnoSentinel maps it to.
+type OpError struct {
+	Pkg    string // "uverbs", "cm", …
+	Op     string // "create QP", "open", …; may be empty
+	Device string // "rxe0"; may be empty
+	Path   string // device node or file involved; may be empty
+	Err    error
+}
+
+func (e *OpError) Error() string {
+	s, sep := e.Pkg+":", " "
+	if e.Op != "" {
+		s, sep = s+" "+e.Op, ": "
+	}
+	if e.Device != "" {
+		s, sep = s+" on "+e.Device, ": "
+	}
+	if e.Path != "" {
+		s, sep = s+" ("+e.Path+")", ": "
+	}
+	if e.Err != nil {
+		s += sep + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of the errno e wraps.
+func (e *OpError) Is(target error) bool {
+	s := errnoSentinelOf(e.Err)
+	return s != nil && s == target
+}
