@@ -30,6 +30,7 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 lint: vet staticcheck vulncheck
+	tools/check-unsafe.sh
 
 vet:
 	$(GO) vet ./...
@@ -50,11 +51,41 @@ fuzz-long:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Cross builds (issue 15, "Builds everywhere"): the whole module builds
+# and vets (test files included) for linux on every CROSS_ARCH and for
+# every CROSS_NONLINUX system. Off Linux, uverbs (and cm) build as stubs
+# whose entry points fail with ErrNotSupported ("not supported on GOOS");
+# x/sys/unix does not build on windows, so portable files import the shim
+# internal/unix instead. No windows, darwin or freebsd runner exists here,
+# so the tests of CROSS_PORTABLE_PKGS (pure Go: codecs, state machines, the
+# CM engine and its fabric) are compiled and linked for each of those
+# systems (go vet + go test -c), not run.
+CROSS_NONLINUX ?= darwin/amd64 darwin/arm64 windows/amd64 freebsd/amd64
+CROSS_PORTABLE_PKGS ?= ./mad/... ./ece/... ./qp/... ./rdma/... ./cmd/cmdump/ ./cm/engine/ ./internal/testfabric/
+# CROSS_NONLINUX_EXCLUDE: packages left out of the non-Linux builds, with
+# every package that imports them (listed as skipped). TEMPORARY: cm is
+# not yet converted to internal/unix; whoever converts it empties this
+# variable, and from then on nothing is excluded.
+CROSS_NONLINUX_EXCLUDE ?= ./cm/...
 cross:
 	@set -e; for arch in $(CROSS_ARCHES); do \
 		echo "cross: linux/$$arch"; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build ./... ; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) vet ./... ; \
+	done
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for target in $(CROSS_NONLINUX); do \
+		os=$${target%/*}; arch=$${target#*/}; \
+		export CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch; \
+		echo "cross: $$os/$$arch"; \
+		ex=" $$( [ -z "$(strip $(CROSS_NONLINUX_EXCLUDE))" ] || $(GO) list -e $(CROSS_NONLINUX_EXCLUDE) | tr '\n' ' ')"; \
+		pkgs=$$($(GO) list -e -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+			awk -v ex="$$ex" '{ for (i = 1; i <= NF; i++) if (index(ex, " " $$i " ")) { print "cross: " ENVIRON["GOOS"] "/" ENVIRON["GOARCH"] ": skipping " $$1 " (CROSS_NONLINUX_EXCLUDE)" > "/dev/stderr"; next } print $$1 }'); \
+		$(GO) build $$pkgs; \
+		$(GO) vet $$pkgs; \
+		$(GO) vet $(CROSS_PORTABLE_PKGS); \
+		$(GO) test -c -o "$$tmp/" $(CROSS_PORTABLE_PKGS); \
+		rm -f "$$tmp"/*; \
 	done
 
 # The mlx5 provider's encoding tests (WQEs, CQEs, sizing, ECE) run there

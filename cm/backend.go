@@ -11,9 +11,10 @@ import (
 )
 
 // backend is the small surface a connection manager implementation
-// provides: the kernel's rdma_cm (ucma) today, the user-space CM engine
-// (cm/engine) later. Everything above it (IDs, the ECE ordering state
-// machine, library QPs, event dispatch) is shared.
+// provides: kernel (kernel_linux.go) over the kernel's rdma_cm (ucma), and
+// user (user_*linux.go) over our CM engine (cm/engine) on umad.
+// Everything above it (IDs, the ECE ordering state machine, library QPs,
+// event dispatch) is shared. Open picks one (channel.go).
 //
 // IDs are named by a backend handle; uid is the value events carry back
 // (never 0: the kernel drops events of an ID whose uid is 0). Errors are

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/go-rdma/rdmacm/internal/abi"
 )
 
 // Backend selects the CM implementation behind a Channel.
@@ -94,6 +96,40 @@ func Open(opts *Options) (*Channel, error) {
 		return nil, err
 	}
 	return newChannel(b), nil
+}
+
+// openAuto picks the backend for BackendAuto. Where rdma_ucm is loaded
+// (/dev/infiniband/rdma_cm exists), ib_cm is loaded too and owns the CM
+// class on every port, so the kernel backend is the only choice; elsewhere
+// the user-space engine is tried first and the kernel backend second.
+// Without the user backend (outside Linux) it is the kernel backend.
+func openAuto(o *Options) (backend, error) {
+	if !haveUserBackend {
+		return openKernelBackend(o)
+	}
+	if _, err := os.Stat(abi.UcmaDevicePath); err == nil {
+		return openKernelBackend(o)
+	}
+	u, uerr := openUserBackend(o)
+	if uerr == nil {
+		return u, nil
+	}
+	k, kerr := openKernelBackend(o)
+	if kerr == nil {
+		return k, nil
+	}
+	return nil, fmt.Errorf("cm: no backend: user: %w; kernel: %w", uerr, kerr)
+}
+
+func openKernelBackend(o *Options) (backend, error) {
+	if o.Trace != nil {
+		return nil, errKernelTrace
+	}
+	k, err := openKernel()
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 func newChannel(b backend) *Channel {

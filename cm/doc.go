@@ -1,16 +1,27 @@
 // Package cm is an RDMA connection manager with the rdma_cm(7) model:
 // event channels, IDs in a port space, address and route resolution,
 // listen/connect/accept/reject/disconnect, and Enhanced Connection
-// Establishment (ECE). It is pure Go: the kernel backend speaks the rdma_cm
-// user ABI (/dev/infiniband/rdma_cm, ucma ABI 4) directly, and QPs come
-// from package uverbs. A user-space CM engine (cm/engine) runs as a second
-// backend behind the same API (Options.Backend, a Backend).
+// Establishment (ECE). It is pure Go, with two backends behind the same
+// API (Options.Backend):
+//
+//   - BackendKernel speaks the rdma_cm user ABI (/dev/infiniband/rdma_cm,
+//     ucma ABI 4) to the kernel's rdma_cm and ib_cm.
+//   - BackendUser runs the CM protocol in user space, for hosts without
+//     ib_cm: one CM engine (cm/engine) per RoCE port, receiving MADs
+//     through /dev/infiniband/umadN and sending them from a UD QP of its
+//     own (cm/umad), with address and route resolution done as the
+//     rdma_cm does it for RoCE.
+//
+// BackendAuto, the default, takes the kernel backend where rdma_ucm is
+// loaded and elsewhere the user backend (the kernel's if that fails). QPs
+// come from package uverbs with either.
 //
 // # Use
 //
-//  1. Open a Channel. Its fd is non-blocking and lives in Go's netpoller;
-//     each wake-up drains it until EAGAIN. Close destroys the channel's IDs
-//     and interrupts every waiter.
+//  1. Open a Channel. The kernel backend's fd is non-blocking and lives in
+//     Go's netpoller; each wake-up drains it until EAGAIN. The user
+//     backend's events come from its engines, run by goroutines of its
+//     own. Close destroys the channel's IDs and interrupts every waiter.
 //  2. CreateID in a port space. A synchronous ID (IDOptions.Sync, like an
 //     rdma_cm_id without a channel) makes ResolveAddr, ResolveRoute,
 //     Connect, Accept, Disconnect and GetRequest wait for their completion
@@ -113,5 +124,8 @@
 // (RDMA_OPTION_IB_PATH), the IP-only QUERY_ROUTE command (QUERY ADDR and
 // PATH are used), SRQs and XRC on library QPs, rdma_create_ep and the
 // rdma_verbs.h helpers, and attaching a library QP to a joined multicast
-// group (attach it with the verbs layer using Multicast.AH).
+// group (attach it with the verbs layer using Multicast.AH). The user
+// backend also refuses UD IDs (the engine has SIDR, the backend does not
+// wire it), multicast, IPv6, AF_IB and InfiniBand-link ports, which need
+// an SA path query.
 package cm

@@ -182,8 +182,9 @@ func (id *ID) ResolveRoute(ctx context.Context, timeout time.Duration) error {
 	return err
 }
 
-// Listen starts listening (rdma_listen). backlog <= 0 means the kernel's
-// maximum (net.rdma_ucm.max_backlog).
+// Listen starts listening (rdma_listen). backlog <= 0 means the backend's
+// maximum: the kernel's net.rdma_ucm.max_backlog, no bound in the user
+// backend.
 func (id *ID) Listen(backlog int) error {
 	return id.do("Listen", (*idState).listen, func() error { return id.ch.b.listen(id.handle, backlog) })
 }
@@ -356,7 +357,7 @@ func defaultConnParam(p *ConnParam) ConnParam {
 
 // Establish completes the active side of a connection with an external
 // QP after CONNECT_RESPONSE (rdma_establish): the QP must already be in
-// RTS; the kernel sends the RTU.
+// RTS; the CM sends the RTU.
 func (id *ID) Establish() error {
 	return id.do("Establish", (*idState).establish, func() error {
 		return id.ch.b.accept(id.handle, 0, nil, ece.None)

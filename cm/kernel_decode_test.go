@@ -5,7 +5,6 @@ package cm
 import (
 	"encoding/binary"
 	"testing"
-	"unsafe"
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
@@ -35,8 +34,8 @@ func TestDecodeEventOffsets(t *testing.T) {
 	ne.PutUint32(raw[328:], 0x15b3)     // ece.vendor_id
 	ne.PutUint32(raw[332:], 0x30000001) // ece.attr_mod
 
-	resp := (*abi.UcmaEventResp)(unsafe.Pointer(&raw[0]))
-	ev := decodeEvent(resp)
+	resp := abi.Decode[abi.UcmaEventResp](raw[:])
+	ev := decodeEvent(&resp)
 	if ev.uid != 0x1122334455667788 || ev.handle != 42 || ev.typ != EventConnectRequest || ev.status != -11 {
 		t.Fatalf("header %+v", ev)
 	}
@@ -56,7 +55,8 @@ func TestDecodeEventOffsets(t *testing.T) {
 	ne.PutUint16(raw[52:], 0x1234)          // dlid
 	raw[54], raw[57], raw[58] = 5, 1, 1     // sl, is_global, port_num
 	raw[316] = 9                            // ud private_data_len
-	ev = decodeEvent(resp)
+	resp = abi.Decode[abi.UcmaEventResp](raw[:])
+	ev = decodeEvent(&resp)
 	u := ev.ud
 	if u.QPNum != 0xabcdef || u.QKey != 0x01234567 || u.AH.GRH.FlowLabel != 0x54321 || u.AH.GRH.SGIDIndex != 2 ||
 		u.AH.GRH.HopLimit != 64 || u.AH.GRH.TrafficClass != 0x20 || u.AH.DLID != 0x1234 || u.AH.SL != 5 ||

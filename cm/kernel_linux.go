@@ -15,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -102,16 +101,12 @@ func (k *kernel) name() Backend { return BackendKernel }
 
 func (k *kernel) close() error { return k.f.Close() }
 
-// exec runs one command on the fd.
-func ucmaCmd[T any](k *kernel, cmd uint32, body *T, out int, keep unsafe.Pointer) error {
-	return execIn(k, cmd, body, int(unsafe.Sizeof(*body)), out, keep)
-}
-
-func execIn[T any](k *kernel, cmd uint32, body *T, in, out int, keep unsafe.Pointer) error {
+// exec runs one command (an abi.Ucma*Call) on the fd, again after EINTR.
+func (k *kernel) exec(call func(fd int) error) error {
 	var err error
 	cerr := k.rc.Control(func(fd uintptr) {
 		for {
-			err = abi.UcmaExecIn(int(fd), cmd, body, in, out, keep)
+			err = call(int(fd))
 			if err != unix.EINTR {
 				return
 			}
@@ -124,18 +119,19 @@ func execIn[T any](k *kernel, cmd uint32, body *T, in, out int, keep unsafe.Poin
 }
 
 func (k *kernel) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, error) {
-	resp := new(abi.UcmaCreateIDResp)
-	cmd := abi.UcmaCreateID{UID: uid, Response: abi.UcmaPtr(unsafe.Pointer(resp)), PS: uint16(ps), QPType: uint8(t)}
-	if err := ucmaCmd(k, abi.UcmaCmdCreateID, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
+	cmd := abi.UcmaCreateID{UID: uid, PS: uint16(ps), QPType: uint8(t)}
+	var resp abi.UcmaCreateIDResp
+	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaCreateIDCall(fd, &cmd); return err })
+	if err != nil {
 		return 0, err
 	}
 	return resp.ID, nil
 }
 
 func (k *kernel) destroyID(h uint32) (uint32, error) {
-	resp := new(abi.UcmaDestroyIDResp)
-	cmd := abi.UcmaDestroyID{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h}
-	if err := ucmaCmd(k, abi.UcmaCmdDestroyID, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
+	var resp abi.UcmaDestroyIDResp
+	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaDestroyIDCall(fd, h); return err })
+	if err != nil {
 		return 0, err
 	}
 	return resp.EventsReported, nil
@@ -144,7 +140,7 @@ func (k *kernel) destroyID(h uint32) (uint32, error) {
 func (k *kernel) bind(h uint32, addr netip.AddrPort) error {
 	cmd := abi.UcmaBind{ID: h}
 	cmd.AddrSize = uint16(abi.PutSockaddr(cmd.Addr[:], addr))
-	return ucmaCmd(k, abi.UcmaCmdBind, &cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaBindCall(fd, &cmd) })
 }
 
 func timeoutMS(d time.Duration) uint32 {
@@ -164,18 +160,17 @@ func (k *kernel) resolveAddr(h uint32, src, dst netip.AddrPort, timeout time.Dur
 		cmd.SrcSize = uint16(abi.PutSockaddr(cmd.SrcAddr[:], src))
 	}
 	cmd.DstSize = uint16(abi.PutSockaddr(cmd.DstAddr[:], dst))
-	return ucmaCmd(k, abi.UcmaCmdResolveAddr, &cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaResolveAddrCall(fd, &cmd) })
 }
 
 func (k *kernel) resolveRoute(h uint32, timeout time.Duration) error {
 	cmd := abi.UcmaResolveRoute{ID: h, TimeoutMS: timeoutMS(timeout)}
-	return ucmaCmd(k, abi.UcmaCmdResolveRoute, &cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaResolveRouteCall(fd, &cmd) })
 }
 
 func (k *kernel) queryAddr(h uint32) (AddrInfo, error) {
-	resp := new(abi.UcmaQueryAddrResp)
-	cmd := abi.UcmaQuery{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h, Option: abi.UcmaQueryAddr}
-	if err := ucmaCmd(k, abi.UcmaCmdQuery, &cmd, abi.SizeofUcmaQueryAddrResp, unsafe.Pointer(resp)); err != nil {
+	var resp abi.UcmaQueryAddrResp
+	if err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaQueryAddrCall(fd, h); return err }); err != nil {
 		return AddrInfo{}, err
 	}
 	var ai AddrInfo
@@ -198,17 +193,14 @@ func beU16(v uint16) uint16 {
 
 func (k *kernel) queryPath(h uint32) ([]rdma.PathRecord, error) {
 	const maxPaths = 2
-	buf := make([]byte, abi.SizeofUcmaQueryPathResp+maxPaths*abi.SizeofUcmaPathRecData)
-	cmd := abi.UcmaQuery{Response: abi.UcmaPtr(unsafe.Pointer(&buf[0])), ID: h, Option: abi.UcmaQueryPath}
-	if err := ucmaCmd(k, abi.UcmaCmdQuery, &cmd, len(buf), unsafe.Pointer(&buf[0])); err != nil {
+	var recs []abi.UcmaPathRecData
+	if err := k.exec(func(fd int) (err error) { recs, err = abi.UcmaQueryPathCall(fd, h, maxPaths); return err }); err != nil {
 		return nil, err
 	}
-	n := min(int(binary.NativeEndian.Uint32(buf)), maxPaths)
-	prs := make([]rdma.PathRecord, 0, n)
-	for i := 0; i < n; i++ {
-		rec := buf[abi.SizeofUcmaQueryPathResp+i*abi.SizeofUcmaPathRecData:][:abi.SizeofUcmaPathRecData]
-		pr := parseSAPathRecord(rec[8:72])
-		pr.Flags = binary.NativeEndian.Uint32(rec)
+	prs := make([]rdma.PathRecord, 0, len(recs))
+	for i := range recs {
+		pr := parseSAPathRecord(recs[i].PathRec[:])
+		pr.Flags = recs[i].Flags
 		prs = append(prs, pr)
 	}
 	return prs, nil
@@ -240,7 +232,7 @@ func (k *kernel) listen(h uint32, backlog int) error {
 		backlog = 0
 	}
 	cmd := abi.UcmaListen{ID: h, Backlog: uint32(backlog)}
-	return ucmaCmd(k, abi.UcmaCmdListen, &cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaListenCall(fd, &cmd) })
 }
 
 func putConnParam(dst *abi.UcmaConnParam, p *ConnParam) {
@@ -279,7 +271,7 @@ func (k *kernel) connect(h uint32, p *ConnParam, e ece.ECE) error {
 	putConnParam(&cmd.ConnParam, p)
 	cmd.ID = h
 	cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
-	return ucmaCmd(k, abi.UcmaCmdConnect, cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaConnectCall(fd, cmd) })
 }
 
 func (k *kernel) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
@@ -293,7 +285,7 @@ func (k *kernel) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
 		putConnParam(&cmd.ConnParam, p)
 		cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
 	}
-	return ucmaCmd(k, abi.UcmaCmdAccept, cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaAcceptCall(fd, cmd) })
 }
 
 func (k *kernel) reject(h uint32, pd []byte, reason uint8) error {
@@ -301,21 +293,19 @@ func (k *kernel) reject(h uint32, pd []byte, reason uint8) error {
 	cmd.ID = h
 	cmd.Reason = reason
 	cmd.PrivateDataLen = uint8(copy(cmd.PrivateData[:], pd))
-	return ucmaCmd(k, abi.UcmaCmdReject, cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaRejectCall(fd, cmd) })
 }
 
 func (k *kernel) disconnect(h uint32) error {
-	cmd := abi.UcmaDisconnect{ID: h}
-	return ucmaCmd(k, abi.UcmaCmdDisconnect, &cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaDisconnectCall(fd, h) })
 }
 
 func (k *kernel) initQPAttr(h uint32, s qp.State) (qp.Attr, qp.Mask, error) {
-	resp := new(abi.UcmaQPAttr)
-	cmd := abi.UcmaInitQPAttr{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: h, QPState: uint32(s)}
-	if err := ucmaCmd(k, abi.UcmaCmdInitQPAttr, &cmd, abi.SizeofUcmaQPAttr, unsafe.Pointer(resp)); err != nil {
+	var resp abi.UcmaQPAttr
+	if err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaInitQPAttrCall(fd, h, uint32(s)); return err }); err != nil {
 		return qp.Attr{}, 0, err
 	}
-	return qpAttrFromUcma(resp), qp.Mask(resp.QPAttrMask), nil
+	return qpAttrFromUcma(&resp), qp.Mask(resp.QPAttrMask), nil
 }
 
 func ahFromUcma(a *abi.UcmaAHAttr) qp.AH {
@@ -359,34 +349,32 @@ func (k *kernel) setOption(h uint32, level, name uint32, val []byte) error {
 	if len(val) == 0 {
 		return unix.EINVAL
 	}
-	buf := append([]byte(nil), val...) // heap, kept alive below
-	cmd := abi.UcmaSetOption{OptVal: abi.UcmaPtr(unsafe.Pointer(&buf[0])), ID: h, Level: level,
-		OptName: name, OptLen: uint32(len(buf))}
-	return ucmaCmd(k, abi.UcmaCmdSetOption, &cmd, 0, unsafe.Pointer(&buf[0]))
+	return k.exec(func(fd int) error { return abi.UcmaSetOptionCall(fd, h, level, name, val) })
 }
 
 func (k *kernel) notify(h uint32, event uint32) error {
 	cmd := abi.UcmaNotify{ID: h, Event: event}
-	return ucmaCmd(k, abi.UcmaCmdNotify, &cmd, 0, nil)
+	return k.exec(func(fd int) error { return abi.UcmaNotifyCall(fd, &cmd) })
 }
 
 func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uint32, error) {
-	resp := new(abi.UcmaCreateIDResp)
-	cmd := abi.UcmaJoinMcast{Response: abi.UcmaPtr(unsafe.Pointer(resp)), UID: uid, ID: h}
+	cmd := abi.UcmaJoinMcast{UID: uid, ID: h}
 	cmd.AddrSize = uint16(abi.PutSockaddr(cmd.Addr[:], netip.AddrPortFrom(addr, 0)))
 	if sendOnly {
 		cmd.JoinFlags = abi.UcmaMcJoinSendOnlyFullMember
 	}
-	if err := ucmaCmd(k, abi.UcmaCmdJoinMcast, &cmd, abi.SizeofUcmaCreateIDResp, unsafe.Pointer(resp)); err != nil {
+	var resp abi.UcmaCreateIDResp
+	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaJoinMcastCall(fd, &cmd); return err })
+	if err != nil {
 		return 0, err
 	}
 	return resp.ID, nil
 }
 
 func (k *kernel) leave(mc uint32) (uint32, error) {
-	resp := new(abi.UcmaDestroyIDResp)
-	cmd := abi.UcmaDestroyID{Response: abi.UcmaPtr(unsafe.Pointer(resp)), ID: mc}
-	if err := ucmaCmd(k, abi.UcmaCmdLeaveMcast, &cmd, abi.SizeofUcmaDestroyIDResp, unsafe.Pointer(resp)); err != nil {
+	var resp abi.UcmaDestroyIDResp
+	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaLeaveMcastCall(fd, mc); return err })
+	if err != nil {
 		return 0, err
 	}
 	return resp.EventsReported, nil
@@ -419,8 +407,7 @@ func (k *kernel) readEvents(ctx context.Context, fn func(*rawEvent)) error {
 	var readErr error
 	err := k.rc.Read(func(fd uintptr) bool {
 		for {
-			cmd := abi.UcmaGetEvent{Response: abi.UcmaPtr(unsafe.Pointer(&k.resp))}
-			err := abi.UcmaExec(int(fd), abi.UcmaCmdGetEvent, &cmd, abi.SizeofUcmaEventResp, unsafe.Pointer(&k.resp))
+			err := abi.UcmaGetEventCall(int(fd), &k.resp)
 			switch err {
 			case nil:
 				k.raws = append(k.raws, decodeEvent(&k.resp))

@@ -40,7 +40,7 @@ func (id *ID) SetAFOnly(on bool) error {
 	return id.setCheckedOption("SetAFOnly", optAFOnly, intOpt(on), ok)
 }
 
-// setCheckedOption sets an option the kernel takes only in the states ok
+// setCheckedOption sets an option the rdma_cm takes only in the states ok
 // accepts; elsewhere it is refused with a *StateError before any syscall.
 func (id *ID) setCheckedOption(op string, name uint32, val []byte, ok func(*idState) bool) error {
 	return id.do(op, func(s *idState) error {

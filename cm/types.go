@@ -137,8 +137,9 @@ type UDParam struct {
 // until Ack; after Ack neither may be used.
 type Event struct {
 	Type EventType
-	// Status is the kernel's status: 0, a negative errno for error
-	// events, or the REJ reason for EventRejected. Err interprets it.
+	// Status is the rdma_cm's status (the user backend reports the same
+	// values): 0, a negative errno for error events, or the REJ reason
+	// for EventRejected. Err interprets it.
 	Status int32
 	// ID is the ID the event is for; for EventConnectRequest it is the
 	// new, passive ID.

@@ -5,8 +5,8 @@ import (
 	"os"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // AllocBufferAt is AllocBuffer at a fixed virtual address: addr must be
@@ -15,6 +15,9 @@ import (
 // processes, such as the differential tests that compare this package's
 // work requests byte for byte with libibverbs'.
 func AllocBufferAt(addr uint64, size int) (*Buffer, error) {
+	if !unix.IsLinux {
+		return nil, notOnThisOS("alloc buffer")
+	}
 	page := os.Getpagesize()
 	if size <= 0 || addr%uint64(page) != 0 {
 		return nil, fmt.Errorf("uverbs: %w: buffer of %d bytes at %#x (want a positive size at a page-aligned address)", ErrInvalidArgument, size, addr)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 func TestAllocBufferAt(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"golang.org/x/sys/unix"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 // Interface selects how commands reach the kernel.

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 func fileContext(t *testing.T) (*Context, string) {

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // Options tune OpenDevice. The zero value is the default.
@@ -51,6 +51,9 @@ type Context struct {
 
 // Open opens the device called name ("" for the first one).
 func Open(name string) (*Context, error) {
+	if !unix.IsLinux {
+		return nil, notOnThisOS("open")
+	}
 	dev, err := DefaultDiscovery.Device(name)
 	if err != nil {
 		return nil, err
@@ -62,6 +65,9 @@ func Open(name string) (*Context, error) {
 // provider, allocates the ucontext (with the provider's driver data) and
 // the async event fd.
 func OpenDevice(dev Device, opts *Options) (*Context, error) {
+	if !unix.IsLinux {
+		return nil, &rdma.OpError{Pkg: "uverbs", Op: "open", Device: dev.Name, Err: unix.ErrNotSupported}
+	}
 	if opts == nil {
 		opts = &Options{}
 	}

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // CompChannel is a completion event channel: an fd in the netpoller on

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // Discovery finds RDMA devices from sysfs and /dev without libibverbs, the
@@ -138,6 +138,9 @@ func readInt(p string) (int, error) {
 // device it returns an error matching ErrNoDevice that names the places
 // looked at; a uverbs ABI other than 6 gives ErrABIVersion.
 func (d Discovery) Devices() ([]Device, error) {
+	if !unix.IsLinux {
+		return nil, notOnThisOS("discover devices")
+	}
 	ibDir := d.sysClass("infiniband")
 	verbsDir := d.sysClass("infiniband_verbs")
 	entries, err := os.ReadDir(ibDir)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // fakeTree builds a sysfs and /dev tree like a guest with rxe0 on eth0:

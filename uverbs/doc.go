@@ -39,4 +39,10 @@
 //
 // Other drivers get a generic provider: control-path commands without
 // driver data, no data path.
+//
+// Other systems. The package builds on every GOOS (its system calls go
+// through internal/unix, the module's OS shim), but off Linux every entry
+// point (Devices, Discovery.Devices, Open, OpenDevice, AllocBuffer,
+// AllocBufferAt) fails with an error matching ErrNotSupported that reads
+// "uverbs: OP: not supported on GOOS".
 package uverbs

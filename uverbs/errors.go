@@ -3,8 +3,7 @@ package uverbs
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
@@ -43,6 +42,11 @@ func opErr(op, dev string, err error) error {
 	}
 	return opError(op, dev, err)
 }
+
+// notOnThisOS is the error of every entry point (Devices, Open,
+// OpenDevice, AllocBuffer, AllocBufferAt) off Linux: it reads "uverbs: op:
+// not supported on GOOS" and matches ErrNotSupported.
+func notOnThisOS(op string) error { return opError(op, "", unix.ErrNotSupported) }
 
 // notSupported is the error for an operation the provider lacks; it
 // matches ErrNotSupported and unix.EOPNOTSUPP.

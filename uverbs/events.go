@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 // eventFile is a kernel event fd (completion channel or async events) in
@@ -58,7 +58,7 @@ func (e *eventFile) close() error {
 // tryRead reads one event without blocking; ok is false on EAGAIN.
 func (e *eventFile) tryRead(buf []byte) (n int, ok bool, err error) {
 	var rerr error
-	cerr := e.rc.Control(func(fd uintptr) { n, rerr = rawRead(fd, buf) })
+	cerr := e.rc.Control(func(fd uintptr) { n, rerr = abi.ReadShort(int(fd), buf) })
 	if cerr != nil {
 		return 0, false, e.closedErr(cerr)
 	}
@@ -91,7 +91,7 @@ func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
 	var n int
 	var rerr error
 	err := e.rc.Read(func(fd uintptr) bool {
-		n, rerr = rawRead(fd, buf)
+		n, rerr = abi.ReadShort(int(fd), buf)
 		return rerr != unix.EAGAIN
 	})
 	stop()
@@ -109,17 +109,6 @@ func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
 		return 0, rerr
 	}
 	return n, nil
-}
-
-// rawRead reads the non-blocking event fd without the runtime's syscall
-// bookkeeping: the read returns at once (an event or EAGAIN), so there is
-// nothing for the scheduler to hand off meanwhile.
-func rawRead(fd uintptr, buf []byte) (int, error) {
-	n, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
 }
 
 // closedErr maps the poller's error after Close (os.ErrClosed, or

@@ -7,8 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // Offsets of a mapped rxe queue (struct rxe_queue_buf, rdma_user_rxe.h)

@@ -24,10 +24,10 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/leakcheck"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 var interfaces = []Interface{InterfaceAuto, InterfaceWrite}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // A registration refused because the pages could not be pinned says which

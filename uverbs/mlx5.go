@@ -73,9 +73,9 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // libmlx5 constants (mlx5-abi.h, mlx5.h, mlx5dv.h of rdma-core).

@@ -11,8 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // CQE layout (struct mlx5_cqe64, mlx5dv.h) and opcodes.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-rdma/rdmacm/ece"
-	"golang.org/x/sys/unix"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 func mlx5TestQP() *QP {

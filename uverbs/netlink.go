@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"golang.org/x/sys/unix"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 // The RDMA netlink client is strict, in the manner of mdlayher/netlink:

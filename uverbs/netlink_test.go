@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"golang.org/x/sys/unix"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 // Replies built by hand as the kernel writes them (include/uapi/rdma/

@@ -9,9 +9,9 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // PD is a protection domain.
@@ -89,6 +89,9 @@ type Buffer struct {
 // anonymous memory, excluded from fork (MADV_DONTFORK) as registered
 // memory must be.
 func AllocBuffer(size int) (*Buffer, error) {
+	if !unix.IsLinux {
+		return nil, notOnThisOS("alloc buffer")
+	}
 	if size <= 0 {
 		return nil, fmt.Errorf("uverbs: %w: buffer size %d", ErrInvalidArgument, size)
 	}

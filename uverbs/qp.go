@@ -6,9 +6,9 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
 
 // QPInit describes a QP to create.

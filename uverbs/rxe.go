@@ -10,10 +10,13 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
-	"golang.org/x/sys/unix"
 )
+
+// unsafe: the rxe queues are rings mmap'd from the uverbs fd and shared
+// with the kernel; WQEs, CQEs and indices are read and written in place.
 
 // The soft-RoCE (rxe) provider. The kernel shares each CQ and work queue
 // as a ring (struct rxe_queue_buf) that user space maps from the uverbs fd
@@ -347,19 +350,6 @@ func (r *rxeQP) postSend(wrs []SendWR) error {
 	}
 	if err != nil {
 		return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("post send WR %d of %d on QP %#x", posted+1, len(wrs), r.qp.num), Device: r.qp.pd.ctx.dev.Name, Err: err}
-	}
-	return nil
-}
-
-// ring writes the doorbell. It is a raw syscall: the write never blocks
-// (the kernel only schedules or runs the requester), and skipping the
-// runtime's syscall bookkeeping keeps sysmon from handing the P to another
-// thread while the kernel runs the requester inline — a context switch per
-// post on small guests.
-func (r *rxeQP) ring() error {
-	_, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(r.fd), uintptr(unsafe.Pointer(&r.doorbell[0])), uintptr(len(r.doorbell)))
-	if e != 0 {
-		return e
 	}
 	return nil
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
-	"golang.org/x/sys/unix"
 )
 
 var ne = binary.NativeEndian

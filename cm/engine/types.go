@@ -363,8 +363,9 @@ type Config struct {
 	CAGUID uint64
 	// Source supplies IDs, TIDs and PSNs; required.
 	Source Source
-	// ACKDelay is the CA's local ACK delay (rxe: 15), sent as the REP's
-	// TargetACKDelay and used in cm_ack_timeout.
+	// ACKDelay is the CA's local ACK delay (the device's
+	// local_ca_ack_delay; rxe's is 15), sent as the REP's TargetACKDelay
+	// and used in cm_ack_timeout.
 	ACKDelay uint8
 	// CMResponseTimeout is the REQ's CM response timeouts (default 20,
 	// CMA_CM_RESPONSE_TIMEOUT).

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,9 +91,7 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	h := sendHeader(p.agent, to)
-	hb := (*[abi.UmadHdrSize]byte)(unsafePointer(&h))
-	copy(p.wbuf[:], hb[:])
-	runtime.KeepAlive(&h)
+	copy(p.wbuf[:], abi.Bytes(&h))
 	copy(p.wbuf[abi.UmadHdrSize:], m[:mad.MADSize])
 	// ib_umad_write posts the send and returns: a raw write (no P
 	// handoff, see abi.WriteShort), under the file's reference so Close
@@ -189,9 +186,7 @@ func parseRecv(raw []byte, port uint8) (engine.Addr, []byte, error) {
 	if len(raw) < abi.UmadHdrSize {
 		return engine.Addr{}, nil, fmt.Errorf("umad: receive: %d bytes", len(raw))
 	}
-	var h abi.UmadHdr
-	hb := (*[abi.UmadHdrSize]byte)(unsafePointer(&h))
-	copy(hb[:], raw[:abi.UmadHdrSize])
+	h := abi.Decode[abi.UmadHdr](raw[:abi.UmadHdrSize])
 	if h.Status != 0 {
 		return engine.Addr{}, nil, &SendError{Status: h.Status}
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
@@ -34,6 +35,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rdmacm-ping: %v\n%s\n", err, usageText)
 		os.Exit(2)
+	}
+	if !unix.IsLinux {
+		fmt.Fprintf(os.Stderr, "rdmacm-ping: %v\n", unix.ErrNotSupported)
+		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -18,6 +18,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 func main() { os.Exit(runMain(os.Args, os.Stdout, os.Stderr)) }
@@ -27,6 +29,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		fmt.Fprintf(stderr, usageText, filepath.Base(args[0]))
+		return 1
+	}
+	if !unix.IsLinux {
+		fmt.Fprintf(stderr, "%s: %v\n", filepath.Base(args[0]), unix.ErrNotSupported)
 		return 1
 	}
 	res, err := run(o, stdout)

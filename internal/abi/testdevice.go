@@ -3,8 +3,6 @@ package abi
 import (
 	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestDevice answers uverbs syscalls in place of the kernel. It is the
@@ -82,19 +80,4 @@ func MemAt(addr uint64, n int) []byte {
 func rawPointer(addr uint64) unsafe.Pointer {
 	a := uintptr(addr)
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a))
-}
-
-// MmapAnonAt maps n bytes of zeroed private anonymous memory at exactly
-// addr (MAP_FIXED_NOREPLACE: EEXIST when anything is mapped there).
-func MmapAnonAt(addr uint64, n int) ([]byte, error) {
-	p, _, e := unix.RawSyscall6(unix.SYS_MMAP, uintptr(addr), uintptr(n), unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uintptr(0), 0)
-	if e != 0 {
-		return nil, e
-	}
-	if uint64(p) != addr { // kernels before 4.17 treat the flag as a hint
-		MunmapShort(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n))
-		return nil, unix.EEXIST
-	}
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n), nil
 }

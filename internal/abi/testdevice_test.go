@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 // fakeDevice answers only fd 1000 and records what reached it.

@@ -3,8 +3,6 @@ package abi
 import (
 	"structs"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // The user MAD interface, /dev/infiniband/umadN (include/uapi/rdma/
@@ -67,15 +65,4 @@ type UmadRegReq2 struct {
 	OUI              uint32 `c:"oui"`
 	RMPPVersion      uint8  `c:"rmpp_version"`
 	Reserved         [3]uint8
-}
-
-// UmadRegisterAgent2Call runs IB_USER_MAD_REGISTER_AGENT2 on fd. On
-// success the kernel writes the agent ID into r.ID; on EINVAL with
-// unsupported flags it writes the supported ones into r.Flags.
-func UmadRegisterAgent2Call(fd int, r *UmadRegReq2) error {
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), UmadRegisterAgent2, uintptr(unsafe.Pointer(r)))
-	if e != 0 {
-		return e
-	}
-	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"syscall"
 	"time"
 
 	"github.com/go-rdma/rdmacm/mad"
@@ -165,9 +164,7 @@ func NewSender(src netip.Addr) (*Sender, error) {
 		return nil, err
 	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IP, syscall.IP_MTU_DISCOVER, syscall.IP_PMTUDISC_DO)
-	}); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = setPMTUDiscDo(fd) }); err != nil {
 		serr = err
 	}
 	if serr != nil {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package mlx5sim
 
 // CQBuffer returns the buffer address and entry count of the CQ the

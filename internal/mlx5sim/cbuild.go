@@ -1,3 +1,5 @@
+//go:build linux
+
 package mlx5sim
 
 // Building and running the C side of the differential test: c/shim.c (an

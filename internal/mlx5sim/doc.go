@@ -12,4 +12,8 @@
 // cq.c, qp.c) for the driver data, bfreg allocation, dynamic UARs and
 // mmap offsets. The firmware is a ConnectX-5 without DEVX, with ECE
 // (profile ece=1) and with the core clock pages.
+//
+// The simulator, its tests and the differential harness are Linux only
+// (process_vm_readv, eventfd, LD_PRELOAD of the C shim in c/); on other
+// systems the package is this comment.
 package mlx5sim

@@ -1,3 +1,5 @@
+//go:build linux
+
 package mlx5sim
 
 import (
@@ -7,6 +9,9 @@ import (
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"golang.org/x/sys/unix"
 )
+
+// unsafe: the simulated device answers syscalls by address (ioctl
+// arguments, mmap'd pages it hands out and takes back).
 
 // seam adapts a Device to abi.TestDevice for the in-process (Go) stack.
 type seam struct {

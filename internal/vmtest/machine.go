@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
@@ -146,7 +145,7 @@ func startMachine(ctx context.Context, img *Image, c MachineConfig) (*Machine, e
 		cmd.Stdout, cmd.Stderr = f, f
 		// Own process group (a terminal's Ctrl-C reaches us, and we clean
 		// up); killed if we die.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = qemuProcAttr()
 	}
 	fmt.Fprintf(c.Log, "vmtest: booting guest %s (%s, %s): console %s\n", c.Name, c.Addr, c.Accel, c.Console)
 	if err := cmd.Start(); err != nil {

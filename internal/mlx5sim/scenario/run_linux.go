@@ -625,3 +625,22 @@ func (r *Runner) String() string {
 	fmt.Fprintf(&b, "%d pds %d mrs %d cqs %d qps", len(r.pds), len(r.mrs), len(r.cqs), len(r.qps))
 	return b.String()
 }
+
+func (l Line) u64(key string, def uint64) (uint64, error) {
+	v, ok := l.KV[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := num(v)
+	if err != nil {
+		return 0, fmt.Errorf("line %d: %s=%q: %w", l.Num, key, v, err)
+	}
+	return n, nil
+}
+
+func (l Line) arg(i int) (string, error) {
+	if i >= len(l.Args) {
+		return "", fmt.Errorf("line %d: %q needs %d positional arguments", l.Num, l.Verb, i+1)
+	}
+	return l.Args[i], nil
+}

@@ -98,25 +98,6 @@ func num(s string) (uint64, error) {
 	return strconv.ParseUint(s, 0, 64)
 }
 
-func (l Line) u64(key string, def uint64) (uint64, error) {
-	v, ok := l.KV[key]
-	if !ok {
-		return def, nil
-	}
-	n, err := num(v)
-	if err != nil {
-		return 0, fmt.Errorf("line %d: %s=%q: %w", l.Num, key, v, err)
-	}
-	return n, nil
-}
-
-func (l Line) arg(i int) (string, error) {
-	if i >= len(l.Args) {
-		return "", fmt.Errorf("line %d: %q needs %d positional arguments", l.Num, l.Verb, i+1)
-	}
-	return l.Args[i], nil
-}
-
 // SGESpec is one sge=ADDR:LEN:MR element: ADDR is an offset into MR.
 type SGESpec struct {
 	Off, Len uint64

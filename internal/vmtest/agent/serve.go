@@ -50,13 +50,7 @@ func Serve(ctx context.Context, dir, name string, poll time.Duration) error {
 			return err
 		}
 	}
-	var uts syscall.Utsname
-	_ = syscall.Uname(&uts)
-	rel := make([]byte, 0, len(uts.Release))
-	for _, c := range uts.Release {
-		rel = append(rel, byte(c))
-	}
-	info, _ := json.Marshal(ReadyInfo{Name: name, Kernel: trimNul(rel), PID: os.Getpid(), Started: time.Now()})
+	info, _ := json.Marshal(ReadyInfo{Name: name, Kernel: trimNul(kernelRelease()), PID: os.Getpid(), Started: time.Now()})
 	if err := writeAtomic(filepath.Join(dir, "ready.json"), info); err != nil {
 		return err
 	}
@@ -190,7 +184,7 @@ func (j *job) run() {
 	c.Env = append(os.Environ(), j.cmd.Env...)
 	c.Dir = j.cmd.Dir
 	c.Stdout, c.Stderr = stdout, stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.SysProcAttr = groupAttr()
 	if err := c.Start(); err != nil {
 		r.Error = err.Error()
 		return
@@ -212,7 +206,7 @@ func (j *job) run() {
 		werr = terminate(pgid, done)
 	}
 	// Whatever the job left in its process group goes too.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	killGroup(pgid, syscall.SIGKILL)
 	var ee *exec.ExitError
 	switch {
 	case werr == nil:
@@ -230,12 +224,12 @@ func (j *job) run() {
 
 // terminate sends SIGTERM to the process group, then SIGKILL after stopGrace.
 func terminate(pgid int, done <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	killGroup(pgid, syscall.SIGTERM)
 	select {
 	case err := <-done:
 		return err
 	case <-time.After(stopGrace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(pgid, syscall.SIGKILL)
 		return <-done
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 )
 
@@ -38,7 +37,10 @@ func RunAsNobody(t testing.TB, env string, args ...string) []byte {
 	cmd := exec.Command(child, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = nobodyAttr()
+	if cmd.SysProcAttr == nil {
+		t.Skip("RunAsNobody needs Linux")
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child as nobody: %v\n%s", err, out)

@@ -1,0 +1,145 @@
+package abi
+
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The raw syscalls, Linux only: they call x/sys/unix's assembly stubs
+// directly, so that a uintptr(unsafe.Pointer(p)) argument keeps p alive
+// (internal/unix has no Syscall for that reason); ioctl_other.go stubs
+// them elsewhere.
+
+// Do runs the ioctl on fd and unpins everything. Errors are the raw errno
+// (unix.Errno).
+func (c *IoctlCall) Do(fd int) error {
+	c.Encoded()
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
+			runtime.KeepAlive(c)
+			c.pin.Unpin()
+			return err
+		}
+	}
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
+	runtime.KeepAlive(c)
+	c.pin.Unpin()
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// DoShort is Do for a command that returns without waiting on user
+// space (every uverbs command): the syscall is issued raw, so the Go
+// runtime does not hand the P to another thread when the kernel takes
+// longer than sysmon's 20 µs. In the 1-vCPU TCG guests that handoff
+// (a thread switch each way) made verbs commands 2–3× slower
+// (docs/benchmarks.md).
+func (c *IoctlCall) DoShort(fd int) error {
+	c.Encoded()
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
+			runtime.KeepAlive(c)
+			c.pin.Unpin()
+			return err
+		}
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
+	runtime.KeepAlive(c)
+	c.pin.Unpin()
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// WriteShort writes b to fd with a raw syscall, for command writes that
+// return without waiting on user space (see DoShort). Errors are the raw
+// errno.
+func WriteShort(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if d := currentTestDevice(); d != nil {
+		if handled, n, err := d.Write(fd, uintptr(unsafe.Pointer(&b[0])), len(b)); handled {
+			runtime.KeepAlive(b)
+			return n, err
+		}
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	runtime.KeepAlive(b)
+	if e != 0 {
+		return int(n), e
+	}
+	return int(n), nil
+}
+
+// DoRaw is Do without the runtime's syscall bookkeeping, for calls that
+// never block (the kernel returns at once): the scheduler then has no
+// reason to hand the P to another thread meanwhile. The call can be run
+// again; it must not reference memory that needs pinning.
+func (c *IoctlCall) DoRaw(fd int) error {
+	c.Encoded()
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
+			runtime.KeepAlive(c)
+			return err
+		}
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
+	runtime.KeepAlive(c)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// MmapShort maps size bytes of fd at offset with a raw syscall (see
+// DoShort: a driver's mmap handler returns without waiting on user
+// space). Unmap the result with MunmapShort, never unix.Munmap.
+func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) {
+	if d := currentTestDevice(); d != nil {
+		if handled, mem, err := d.Mmap(fd, offset, size, prot, flags); handled {
+			return mem, err
+		}
+	}
+	addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, uintptr(size), uintptr(prot), uintptr(flags), uintptr(fd), uintptr(offset))
+	if e != 0 {
+		return nil, e
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), size), nil
+}
+
+// MunmapShort unmaps a mapping made by MmapShort.
+func MunmapShort(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Munmap(b); handled {
+			return err
+		}
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_MUNMAP, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// ReadShort reads from a non-blocking fd with a raw syscall (EAGAIN when
+// nothing is queued), for event and MAD reads driven by the netpoller.
+func ReadShort(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	runtime.KeepAlive(b)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}

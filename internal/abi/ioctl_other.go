@@ -1,0 +1,81 @@
+//go:build !linux
+
+package abi
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/go-rdma/rdmacm/internal/unix"
+)
+
+// The raw syscalls of ioctl_linux.go, testdevice_linux.go and
+// umad_linux.go, off Linux: each fails with unix.ErrNotSupported ("not
+// supported on GOOS", matching rdma.ErrNotSupported), unless a TestDevice
+// answers it, as on Linux.
+
+// Do fails: there is no uverbs ioctl here.
+func (c *IoctlCall) Do(fd int) error {
+	c.Encoded()
+	err := unix.ErrNotSupported
+	if d := currentTestDevice(); d != nil {
+		if handled, derr := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
+			err = derr
+		}
+	}
+	runtime.KeepAlive(c)
+	c.pin.Unpin()
+	return err
+}
+
+// DoShort fails like Do.
+func (c *IoctlCall) DoShort(fd int) error { return c.Do(fd) }
+
+// DoRaw fails like Do.
+func (c *IoctlCall) DoRaw(fd int) error { return c.Do(fd) }
+
+// WriteShort fails.
+func WriteShort(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if d := currentTestDevice(); d != nil {
+		if handled, n, err := d.Write(fd, uintptr(unsafe.Pointer(&b[0])), len(b)); handled {
+			runtime.KeepAlive(b)
+			return n, err
+		}
+	}
+	return 0, unix.ErrNotSupported
+}
+
+// ReadShort fails.
+func ReadShort(fd int, b []byte) (int, error) { return 0, unix.ErrNotSupported }
+
+// MmapShort fails.
+func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) {
+	if d := currentTestDevice(); d != nil {
+		if handled, mem, err := d.Mmap(fd, offset, size, prot, flags); handled {
+			return mem, err
+		}
+	}
+	return nil, unix.ErrNotSupported
+}
+
+// MunmapShort fails.
+func MunmapShort(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if d := currentTestDevice(); d != nil {
+		if handled, err := d.Munmap(b); handled {
+			return err
+		}
+	}
+	return unix.ErrNotSupported
+}
+
+// MmapAnonAt fails.
+func MmapAnonAt(addr uint64, n int) ([]byte, error) { return nil, unix.ErrNotSupported }
+
+// UmadRegisterAgent2Call fails.
+func UmadRegisterAgent2Call(fd int, r *UmadRegReq2) error { return unix.ErrNotSupported }
