@@ -6,8 +6,6 @@
 #   - The files in ALLOWED may import it, and each must say why in a
 #     comment line containing "unsafe:" (for example
 #     "// unsafe: the rings are mmap'd memory the kernel shares").
-#   - The files in PENDING still import it while their owner moves the
-#     code into internal/abi; each entry names the change that removes it.
 #   - Test files (_test.go) may import it: layout tests compare Go offsets
 #     with C's, and data-path tests look at mapped memory. Test code never
 #     ships in a binary.
@@ -25,11 +23,6 @@ uverbs/mlx5_qp.go
 uverbs/mlx5_cq.go
 internal/mlx5sim/install.go
 '
-# TODO(uverbs owner, issue 15): move these behind internal/abi wrappers.
-PENDING='
-uverbs/cmd.go
-uverbs/pd.go
-'
 
 listed() { printf '%s\n' "$2" | grep -qxF "$1"; }
 
@@ -40,9 +33,7 @@ for f in $( (git ls-files -- '*.go'; git ls-files --others --exclude-standard --
 	*_test.go | internal/abi/*) continue ;;
 	esac
 	grep -qE '^[[:space:]]*(import[[:space:]]+)?([A-Za-z_][A-Za-z0-9_]*[[:space:]]+)?"unsafe"' "$f" || continue
-	if listed "$f" "$PENDING"; then
-		echo "check-unsafe: $f: pending (TODO: moves to internal/abi)"
-	elif listed "$f" "$ALLOWED"; then
+	if listed "$f" "$ALLOWED"; then
 		if ! grep -qE '^[[:space:]]*//.*unsafe:' "$f"; then
 			echo "check-unsafe: $f: allowed, but no comment line saying why (\"// unsafe: ...\")"
 			fail=1
@@ -52,7 +43,7 @@ for f in $( (git ls-files -- '*.go'; git ls-files --others --exclude-standard --
 		fail=1
 	fi
 done
-for f in $ALLOWED $PENDING; do
+for f in $ALLOWED; do
 	[ -f "$f" ] || echo "check-unsafe: $f is listed in tools/check-unsafe.sh but does not exist (remove it)"
 done
 exit $fail

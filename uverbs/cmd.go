@@ -4,7 +4,6 @@ import (
 	"errors"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/unix"
@@ -153,12 +152,4 @@ func (x *Context) do(call *abi.IoctlCall) error {
 // tests can prove which interface was used.
 type cmdStats struct {
 	ioctls, writes atomic.Uint64
-}
-
-// sliceBytes views a slice of ABI structs as bytes.
-func sliceBytes[T any](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }

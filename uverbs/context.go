@@ -457,7 +457,7 @@ func (x *Context) QueryGIDTable() ([]GIDEntry, error) {
 	var num uint64
 	if x.nativeIoctl && total > 0 {
 		entries = make([]abi.UverbsGIDEntry, total)
-		raw := sliceBytes(entries)
+		raw := abi.SliceBytes(entries)
 		var numBuf [8]byte
 		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryGIDTable, x.driverID)
 		call.Const(abi.UverbsAttrQueryGIDTableEntrySize, uint64(len(raw)/total))

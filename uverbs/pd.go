@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/unix"
@@ -112,7 +111,7 @@ func (b *Buffer) Bytes() []byte { return b.mem }
 func (b *Buffer) Len() int { return len(b.mem) }
 
 // Addr is the virtual address of the first byte.
-func (b *Buffer) Addr() uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.mem)))) }
+func (b *Buffer) Addr() uint64 { return abi.SlicePtr(b.mem) }
 
 // Close unmaps the buffer. It fails while an MR still registers it.
 func (b *Buffer) Close() error {

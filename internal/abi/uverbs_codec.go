@@ -33,6 +33,15 @@ func Decode[T any](b []byte) T {
 	return v
 }
 
+// SliceBytes views a slice of ABI structs as bytes (their encoding); the
+// result aliases s.
+func SliceBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
 // Ptr turns a pointer into the u64 the ABI carries. The caller must keep
 // the memory alive and unmoved until the kernel is done with it (a
 // runtime.Pinner, or memory outside the Go heap).
