@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
 // Backend selects the CM implementation behind a Channel.
@@ -122,7 +123,8 @@ func openAuto(o *Options) (backend, error) {
 }
 
 func openKernelBackend(o *Options) (backend, error) {
-	if o.Trace != nil {
+	// Off Linux, openKernel's "not supported on GOOS" says more.
+	if o.Trace != nil && unix.IsLinux {
 		return nil, errKernelTrace
 	}
 	k, err := openKernel()

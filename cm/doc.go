@@ -117,6 +117,12 @@
 //   - ErrLibraryQP: the call is for external QPs, the ID has a library QP.
 //   - ErrQPExists: CreateQP on an ID that already has a QP.
 //
+// Other systems. The package builds on every GOOS (its portable files name
+// errnos through internal/unix, the module's OS shim), but off Linux both
+// backends are missing: Open fails with an error matching ErrNotSupported
+// that reads "cm: ...: not supported on GOOS". Package cm/engine is pure
+// Go and works everywhere.
+//
 // # Not ported
 //
 // Migrating an ID between channels (rdma_migrate_id), the AF_IB address

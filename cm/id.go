@@ -420,7 +420,10 @@ func (id *ID) Disconnect(ctx context.Context) error {
 
 // Notify reports a QP event to the CM (rdma_notify, which takes an enum
 // ibv_event_type): uverbs.EventCommEst when data arrives before the RTU,
-// or uverbs.EventPathMig (kernel backend only).
+// or uverbs.EventPathMig when the QP moved to its alternate path (on an
+// established connection; on RoCE, where there is no alternate path, it
+// changes nothing). On IB and RoCE both backends take these two and
+// refuse any other event with EINVAL (ErrInvalidArgument).
 func (id *ID) Notify(event uverbs.AsyncEventType) error {
 	return id.do("Notify", (*idState).notify, func() error { return id.ch.b.notify(id.handle, uint32(event)) })
 }

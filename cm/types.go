@@ -3,9 +3,8 @@ package cm
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"

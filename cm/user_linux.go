@@ -342,17 +342,33 @@ func (u *user) setOption(h uint32, level, name uint32, val []byte) error {
 	return nil
 }
 
-// notify is rdma_notify: IB_EVENT_COMM_EST (4) establishes a connection
-// whose RTU was lost but whose QP saw traffic (ib_cm_notify).
+// notify is rdma_notify on a RoCE port: ib_cm_notify (notifyEngine).
 func (u *user) notify(h uint32, event uint32) error {
 	port, eid, _, err := u.conn(h)
 	if err != nil {
 		return err
 	}
-	if event != uint32(uverbs.EventCommEst) {
-		return unix.EINVAL
+	return port.d.Do(func(eng *engine.Engine, now time.Time) error {
+		return notifyEngine(eng, now, eid, uverbs.AsyncEventType(event))
+	})
+}
+
+// notifyEngine is ib_cm_notify, which takes what the kernel backend's
+// rdma_notify passes on for an IB or RoCE device: IB_EVENT_COMM_EST
+// establishes a connection whose RTU was lost but whose QP saw traffic
+// (cm_establish), IB_EVENT_PATH_MIG reports that the QP moved to its
+// alternate path (cm_migrate: accepted when established, and there is no
+// alternate path on RoCE to switch to). Any other event is EINVAL, as
+// there, with the event named.
+func notifyEngine(eng *engine.Engine, now time.Time, id engine.ID, event uverbs.AsyncEventType) error {
+	switch event {
+	case uverbs.EventCommEst:
+		return eng.Notify(now, id)
+	case uverbs.EventPathMig:
+		return eng.Migrate(now, id)
 	}
-	return port.d.Do(func(eng *engine.Engine, now time.Time) error { return eng.Notify(now, eid) })
+	return fmt.Errorf("event %d: rdma_notify takes only COMM_EST (%d) and PATH_MIG (%d): %w",
+		uint32(event), uint32(uverbs.EventCommEst), uint32(uverbs.EventPathMig), unix.EINVAL)
 }
 
 func (u *user) join(uint32, uint64, netip.Addr, bool) (uint32, error) { return 0, unix.EOPNOTSUPP }

@@ -709,6 +709,53 @@ func TestInvalidStates(t *testing.T) {
 	}
 }
 
+// cm_migrate (ib_cm_notify with IB_EVENT_PATH_MIG): accepted on an
+// ESTABLISHED connection, where it sends nothing and changes nothing (no
+// alternate path on RoCE); EINVAL in any other state.
+func TestMigrate(t *testing.T) {
+	w, a, b := newWire(t)
+	pending, err := a.e.Connect(w.now, w.connectParams(a, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustState(t, a, pending, engine.StateREQSent)
+	if err := a.e.Migrate(w.now, pending); !errors.Is(err, engine.ErrInvalidState) || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Migrate in REQ_SENT: %v", err)
+	}
+
+	w, a, b = newWire(t)
+	active, passive := establish(t, w, a, b)
+	for _, x := range []struct {
+		n  *node
+		id engine.ID
+	}{{a, active}, {b, passive}} {
+		events := len(x.n.events)
+		if err := x.n.e.Migrate(w.now, x.id); err != nil {
+			t.Errorf("%s: Migrate when established: %v", x.n.name, err)
+		}
+		if x.n.e.HasReady() {
+			t.Errorf("%s: Migrate produced output: %+v", x.n.name, x.n.e.Ready())
+		}
+		w.run()
+		if len(x.n.events) != events {
+			t.Errorf("%s: Migrate delivered events: %v", x.n.name, x.n.eventTypes()[events:])
+		}
+		mustState(t, x.n, x.id, engine.StateEstablished)
+	}
+	if err := a.e.Migrate(w.now, 0x1234); !errors.Is(err, engine.ErrUnknownID) {
+		t.Errorf("Migrate of an unknown ID: %v", err)
+	}
+	w.drop = func(sent) bool { return true } // a stays in DREQ_SENT
+	if err := a.e.Disconnect(w.now, active, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
+	mustState(t, a, active, engine.StateDREQSent)
+	if err := a.e.Migrate(w.now, active); !errors.Is(err, engine.ErrInvalidState) || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Migrate in DREQ_SENT: %v", err)
+	}
+}
+
 // cma_ib_req_handler: a REQ to an IP listener with a bad IP header, or for
 // another address, is refused with REJ 28 and local ID 0 (REQ_RCVD).
 func TestIPHeaderChecks(t *testing.T) {

@@ -360,6 +360,25 @@ func (e *Engine) Notify(now time.Time, id ID) error {
 	return nil
 }
 
+// Migrate reports that the QP migrated to its alternate path (ib_cm_notify
+// with IB_EVENT_PATH_MIG; cm_migrate). The kernel accepts it on an
+// ESTABLISHED connection with no LAP under way, and any other state is
+// EINVAL. It then makes the alternate path the connection's path; on RoCE
+// there is none to switch to (the rdma_cm never sets one, LAP and APR are
+// dropped), so Migrate only checks the state: it sends nothing and
+// changes nothing.
+func (e *Engine) Migrate(now time.Time, id ID) error {
+	e.setNow(now)
+	c, err := e.lookup("Migrate", id)
+	if err != nil {
+		return err
+	}
+	if c.state != StateEstablished {
+		return stateError("Migrate", c)
+	}
+	return nil
+}
+
 // InitQPAttr returns the attributes for moving the ID's QP to INIT, RTR or
 // RTS (ib_cm_init_qp_attr with the rdma_cm's overrides), in the states the
 // kernel allows.

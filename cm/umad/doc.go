@@ -16,4 +16,8 @@
 // module is loaded it does, and registration fails with EINVAL, reported
 // as ErrKernelCM: use the kernel rdma_cm backend there, or unload ib_cm and
 // its users (rdma_cm, rdma_ucm, ib_ipoib, ...) to run the user-space CM.
+//
+// Off Linux the package builds, and Driver works on any Transport, but
+// Open, FindDevice, LocalGID and NewUDSend fail with an error matching
+// ErrNotSupported that reads "umad: not supported on GOOS".
 package umad

@@ -8,14 +8,16 @@ import (
 	"net/netip"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Port is a umad device; only Linux has them.
 type Port struct{}
 
-// errNotSupportedOS is ErrNotSupported with the package prefix.
-var errNotSupportedOS = fmt.Errorf("umad: %w on this OS", ErrNotSupported)
+// errNotSupportedOS is every function's error here: "umad: not supported
+// on GOOS", matching ErrNotSupported.
+var errNotSupportedOS = fmt.Errorf("umad: %w", unix.ErrNotSupported)
 
 // Open fails: umad exists only on Linux.
 func Open(dev string) (*Port, error) { return nil, errNotSupportedOS }

@@ -1,0 +1,68 @@
+// Package rdmacm is the endpoint layer: RDMA connections with the shape of
+// package net. Dial resolves a "host:port" (names, IPv4, IPv6), resolves
+// the route and connects; Listen and Listener.Accept serve; an Endpoint
+// posts sends, receives, RDMA WRITEs and READs on library-allocated,
+// registered memory and waits for their completions with a context.
+//
+//	ep, err := rdmacm.Dial(ctx, "server:7471", nil)
+//	...
+//	msg, err := ep.RegMsgs(4096)         // registered, off the Go heap
+//	copy(msg.Bytes(), "hello")
+//	err = ep.PostSend(msg, 0, 5)
+//	_, err = ep.WaitSend(ctx)
+//
+// It is built on packages cm (the rdma_cm-style API, on the kernel CM or
+// this module's own CM engine) and uverbs (verbs without libibverbs); use
+// those for what this layer leaves out. Endpoint.QP and Endpoint.ID give
+// access to the layers below.
+//
+// # Defaults
+//
+// A nil *EndpointOptions, and every zero field of one, mean librdmacm's
+// defaults for a NULL rdma_conn_param: retry count 7, RNR retry count 7,
+// the device's maximum responder resources and initiator depth. A field is
+// set to zero explicitly with a negative value, so options that carry only
+// private data cannot change the retry counts (cm.ConnParam can: a
+// non-nil ConnParam is taken as it is).
+//
+// # Memory
+//
+// RegMsgs, RegRead and RegWrite (rdma_reg_msgs, rdma_reg_read,
+// rdma_reg_write) allocate page-aligned memory outside the Go heap with
+// uverbs.AllocBuffer and register it; MR.Close deregisters it, then frees
+// it. RemoteBuf is the (address, rkey, length) triple a peer needs for
+// RDMA WRITE and READ, with a 16-byte encoding for private data and
+// messages.
+//
+// # Completions
+//
+// Every work request posted through an Endpoint is signaled and its work
+// request ID is the offset given to the post, so a completion names its
+// slot. WaitSend and WaitRecv poll the endpoint's send or receive CQ,
+// arm it, poll again, then sleep on the endpoint's completion channel (one
+// channel serves both CQs; its fd is in the Go netpoller), after an
+// optional spin budget (EndpointOptions.Spin). A failed completion's
+// WC.Err is a *WCError that matches ErrCompletion and a sentinel
+// (ErrTimeout for retries exceeded, ErrPermission for access errors,
+// ErrDisconnected for flushed work requests, ...).
+//
+// # Disconnect
+//
+// When the peer disconnects, Done is closed, the QP moves to ERR, and
+// pending and later WaitRecv calls return io.EOF once the completions that
+// arrived before are consumed. Close disconnects (without waiting), moves
+// the QP to ERR and destroys the QP, the CQs, the completion channel and
+// the CM ID, in that order; it interrupts every blocked call. Every
+// blocking call takes a context.
+//
+// # Errors
+//
+// Errors wrap the module's sentinels, re-exported here (ErrTimeout ==
+// cm.ErrTimeout == rdma.ErrTimeout), and match them with errors.Is; a
+// rejection is a *cm.RejectError (errors.Is(err, ErrRejected)).
+//
+// # Platforms
+//
+// The endpoint layer runs on Linux; elsewhere Dial and Listen return
+// ErrNotSupported.
+package rdmacm

@@ -1,0 +1,433 @@
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
+	"github.com/go-rdma/rdmacm/uverbs"
+)
+
+// Endpoint is one connected RC queue pair with its CM ID, its send and
+// receive CQs and their completion channel. Its methods are safe for
+// concurrent use; Close may be called at any time, and more than once.
+type Endpoint struct {
+	c    *channel
+	box  *mailbox
+	id   *cm.ID
+	cfg  config
+	pd   *uverbs.PD
+	comp *uverbs.CompChannel
+	scq  *uverbs.CQ
+	rcq  *uverbs.CQ
+	qp   *uverbs.QP
+	p    poller
+
+	local, remote ece.ECE
+	peerData      []byte
+
+	gone       context.Context // ends when the connection is gone
+	setGone    context.CancelCauseFunc
+	closed     chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+	watcherEnd chan struct{}
+	dreq       chan struct{} // closed on DISCONNECTED
+	dreqOnce   sync.Once
+	qpMu       sync.Mutex // QP state changes
+}
+
+// Dial connects to address ("host:port"; host is a name, an IPv4 or an
+// IPv6 address, resolved with net.DefaultResolver) and returns the
+// established endpoint. It tries the host's addresses in turn, as
+// net.Dial does. opts may be nil.
+func Dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint, error) {
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := resolve(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, a := range addrs {
+		ep, err := dialAddr(ctx, a, cfg)
+		if err == nil {
+			return ep, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// resolve maps "host:port" to addresses; an empty host is the zero
+// address (Listen's "every device").
+func resolve(ctx context.Context, address string) ([]netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: %w: %w", ErrInvalidArgument, err)
+	}
+	pn, err := net.DefaultResolver.LookupPort(ctx, "tcp", port)
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: port %q: %w", port, err)
+	}
+	if host == "" {
+		return []netip.AddrPort{netip.AddrPortFrom(netip.Addr{}, uint16(pn))}, nil
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.AddrPort{netip.AddrPortFrom(a.Unmap(), uint16(pn))}, nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: resolve %s: %w: %w", host, ErrNoRoute, err)
+	}
+	out := make([]netip.AddrPort, len(ips))
+	for i, ip := range ips {
+		out[i] = netip.AddrPortFrom(ip.Unmap(), uint16(pn))
+	}
+	return out, nil
+}
+
+func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config) (_ *Endpoint, err error) {
+	c, err := acquireChannel(cfg.backend)
+	if err != nil {
+		return nil, err
+	}
+	id, err := c.ch.CreateID(rdma.PortSpaceTCP, nil)
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	ep := newEndpoint(c, id, cfg)
+	defer func() {
+		if err != nil {
+			ep.Close()
+		}
+	}()
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 0); err != nil {
+		return nil, err
+	}
+	if _, err := ep.expect(ctx, cm.EventAddrResolved); err != nil {
+		return nil, err
+	}
+	if err := id.ResolveRoute(ctx, 0); err != nil {
+		return nil, err
+	}
+	if _, err := ep.expect(ctx, cm.EventRouteResolved); err != nil {
+		return nil, err
+	}
+	if err := ep.createQP(); err != nil {
+		return nil, err
+	}
+	// rdma_set_local_ece(3): the local ECE before the REQ leaves.
+	ep.local = ep.queryECE()
+	if cfg.ece != nil {
+		ep.local = *cfg.ece
+	}
+	if ep.local.VendorID != 0 {
+		if err := id.SetLocalECE(ep.local); err != nil {
+			return nil, err
+		}
+	}
+	if err := ep.modify(qp.Init); err != nil {
+		return nil, err
+	}
+	if err := id.Connect(ctx, ep.connParam()); err != nil {
+		return nil, err
+	}
+	ev, err := ep.expect(ctx, cm.EventConnectResponse)
+	if err != nil {
+		return nil, err
+	}
+	ep.peerData = ev.pd
+	// rdma_get_remote_ece(3), ibv_set_ece, then RTR and RTS.
+	if ep.remote, err = id.RemoteECE(); err != nil {
+		return nil, err
+	}
+	if err := ep.applyECE(ep.remote); err != nil {
+		return nil, err
+	}
+	if err := ep.modify(qp.RTR, qp.RTS); err != nil {
+		id.Reject(nil)
+		return nil, err
+	}
+	if err := id.Establish(); err != nil {
+		return nil, err
+	}
+	ep.start()
+	return ep, nil
+}
+
+func newEndpoint(c *channel, id *cm.ID, cfg config) *Endpoint {
+	ep := &Endpoint{c: c, id: id, cfg: cfg, closed: make(chan struct{}), dreq: make(chan struct{})}
+	ep.box = c.register(id)
+	ep.gone, ep.setGone = context.WithCancelCause(context.Background())
+	ep.p.spin = cfg.spin
+	ep.p.news = make(chan struct{})
+	return ep
+}
+
+// event is what the endpoint keeps of a CM event (it acks at once).
+type event struct {
+	typ cm.EventType
+	err error
+	pd  []byte
+	ece ece.ECE
+}
+
+// expect waits for an event of type want; an error event is an error.
+func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error) {
+	for {
+		ev, err := ep.box.get(ctx, ep.closed)
+		if err != nil {
+			return event{}, err
+		}
+		e := event{typ: ev.Type, err: ev.Err(), pd: append([]byte(nil), ev.Conn.PrivateData...), ece: ev.ECE}
+		ev.Ack()
+		switch {
+		case e.typ == want:
+			return e, nil
+		case e.typ == cm.EventTimewaitExit, e.typ == cm.EventAddrChange:
+			continue
+		case e.err != nil:
+			return e, fmt.Errorf("rdmacm: %v: %w", e.typ, e.err)
+		case e.typ == cm.EventEstablished && want == cm.EventConnectResponse:
+			continue
+		default:
+			return e, fmt.Errorf("rdmacm: %v while waiting for %v: %w", e.typ, want, ErrDisconnected)
+		}
+	}
+}
+
+func (ep *Endpoint) connParam() *cm.ConnParam {
+	return &cm.ConnParam{
+		PrivateData:        ep.cfg.privateData,
+		ResponderResources: ep.cfg.resp,
+		InitiatorDepth:     ep.cfg.init,
+		RetryCount:         ep.cfg.retry,
+		RNRRetryCount:      ep.cfg.rnr,
+		QPNum:              ep.qp.Num(),
+	}
+}
+
+// createQP makes the completion channel, the CQs and the RC QP on the ID's
+// device, in RESET.
+func (ep *Endpoint) createQP() error {
+	x, pd, err := ep.id.Verbs()
+	if err != nil {
+		return err
+	}
+	ep.pd = pd
+	if ep.comp, err = x.CreateCompChannel(); err != nil {
+		return err
+	}
+	ep.p.ch = ep.comp
+	if ep.scq, err = x.CreateCQ(int(ep.cfg.sendWR), ep.comp, 0); err != nil {
+		return err
+	}
+	if ep.rcq, err = x.CreateCQ(int(ep.cfg.recvWR), ep.comp, 0); err != nil {
+		return err
+	}
+	ep.p.cqs = [2]*uverbs.CQ{ep.scq, ep.rcq}
+	ep.qp, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: ep.scq, RecvCQ: ep.rcq, Cap: qp.Cap{
+		MaxSendWR: ep.cfg.sendWR, MaxRecvWR: ep.cfg.recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: ep.cfg.inline,
+	}})
+	return err
+}
+
+// queryECE is the QP's own ECE (ibv_query_ece); none where the provider
+// has no ECE.
+func (ep *Endpoint) queryECE() ece.ECE {
+	e, err := ep.qp.QueryECE()
+	if err != nil {
+		return ece.ECE{}
+	}
+	return e
+}
+
+// applyECE gives the QP the peer's ECE (ibv_set_ece) for its next modify;
+// providers without ECE are fine.
+func (ep *Endpoint) applyECE(e ece.ECE) error {
+	if e.VendorID == 0 {
+		return nil
+	}
+	if err := ep.qp.SetECE(e); err != nil && !errors.Is(err, ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// modify moves the QP with the CM's attributes (rdma_init_qp_attr).
+func (ep *Endpoint) modify(states ...qp.State) error {
+	ep.qpMu.Lock()
+	defer ep.qpMu.Unlock()
+	for _, s := range states {
+		attr, mask, err := ep.id.InitQPAttr(s)
+		if err != nil {
+			return err
+		}
+		if err := ep.qp.Modify(&attr, mask); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toErr moves the QP to ERR, which flushes its work requests.
+func (ep *Endpoint) toErr() {
+	ep.qpMu.Lock()
+	defer ep.qpMu.Unlock()
+	if ep.qp == nil || ep.qp.State() == qp.Err || ep.qp.State() == qp.Reset {
+		return
+	}
+	ep.qp.Modify(&qp.Attr{State: qp.Err}, qp.MaskState)
+}
+
+// start runs the watcher: the peer's disconnect (or a fatal event) ends
+// the connection.
+func (ep *Endpoint) start() {
+	ep.watcherEnd = make(chan struct{})
+	go func() {
+		defer close(ep.watcherEnd)
+		for {
+			ev, err := ep.box.get(context.Background(), ep.closed)
+			if err != nil {
+				ep.end(ErrClosed)
+				return
+			}
+			t, evErr := ev.Type, ev.Err()
+			ev.Ack()
+			switch t {
+			case cm.EventDisconnected:
+				ep.end(io.EOF)
+				// The peer's DREQ: answer it (DREP) now, not at Close, or
+				// the peer's Disconnect waits for its DREQ to time out.
+				// After our own DREQ this is refused and harmless.
+				ep.id.Disconnect(context.Background())
+				ep.dreqOnce.Do(func() { close(ep.dreq) })
+			case cm.EventDeviceRemoval, cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
+				ep.end(fmt.Errorf("rdmacm: %v: %w", t, evErr))
+			}
+		}
+	}()
+}
+
+// end marks the connection gone and flushes the QP.
+func (ep *Endpoint) end(cause error) {
+	if ep.gone.Err() != nil {
+		return
+	}
+	ep.toErr()
+	ep.setGone(cause)
+}
+
+// Done is closed when the connection is gone: the peer disconnected,
+// Disconnect or Close was called, or the device went away. It is safe to
+// use beside Disconnect and Close.
+func (ep *Endpoint) Done() <-chan struct{} { return ep.gone.Done() }
+
+// Err returns why the connection is gone (io.EOF for a disconnect), nil
+// while it is up.
+func (ep *Endpoint) Err() error {
+	if ep.gone.Err() == nil {
+		return nil
+	}
+	return context.Cause(ep.gone)
+}
+
+// Disconnect sends the DREQ (rdma_disconnect), moves the QP to ERR and
+// waits until the peer answers or ctx ends. Receive waits then return
+// io.EOF.
+func (ep *Endpoint) Disconnect(ctx context.Context) error {
+	select {
+	case <-ep.closed:
+		return fmt.Errorf("rdmacm: disconnect: %w", ErrClosed)
+	default:
+	}
+	ep.end(io.EOF)
+	if err := ep.id.Disconnect(ctx); err != nil {
+		select {
+		case <-ep.dreq: // the peer's DREQ came first
+			return nil
+		default:
+			return err
+		}
+	}
+	select {
+	case <-ep.dreq:
+		return nil
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	}
+}
+
+// Close disconnects without waiting, moves the QP to ERR and destroys the
+// QP, the CQs, the completion channel and the CM ID, in that order. It
+// interrupts every blocked call of the endpoint. Registered memory stays
+// valid until its own Close.
+func (ep *Endpoint) Close() error {
+	ep.closeOnce.Do(func() {
+		if ep.watcherEnd != nil {
+			select {
+			case <-ep.dreq:
+			default:
+				ep.id.Disconnect(context.Background())
+			}
+		}
+		ep.end(fmt.Errorf("rdmacm: %w", ErrClosed))
+		close(ep.closed)
+		if ep.watcherEnd != nil {
+			<-ep.watcherEnd
+		}
+		var errs []error
+		if ep.qp != nil {
+			errs = append(errs, ep.qp.Close())
+		}
+		for _, cq := range []*uverbs.CQ{ep.scq, ep.rcq} {
+			if cq != nil {
+				errs = append(errs, cq.Close())
+			}
+		}
+		if ep.comp != nil {
+			errs = append(errs, ep.comp.Close())
+		}
+		ep.c.unregister(ep.id)
+		errs = append(errs, ep.id.Destroy())
+		ep.c.release()
+		ep.closeErr = errors.Join(errs...)
+	})
+	return ep.closeErr
+}
+
+// LocalAddr and RemoteAddr are the connection's IP addresses.
+func (ep *Endpoint) LocalAddr() netip.AddrPort  { return ep.id.LocalAddr() }
+func (ep *Endpoint) RemoteAddr() netip.AddrPort { return ep.id.RemoteAddr() }
+
+// PrivateData is the private data of the peer's REQ (accepted endpoints)
+// or REP (dialed ones), zero-padded to the whole CM field: the CM does
+// not carry its length.
+func (ep *Endpoint) PrivateData() []byte { return ep.peerData }
+
+// LocalECE is the ECE this side sent; RemoteECE the one the peer's REQ or
+// REP carried (zero for none).
+func (ep *Endpoint) LocalECE() ece.ECE  { return ep.local }
+func (ep *Endpoint) RemoteECE() ece.ECE { return ep.remote }
+
+// QP is the endpoint's verbs QP, for work requests beyond the Post calls.
+// The endpoint owns it.
+func (ep *Endpoint) QP() *uverbs.QP { return ep.qp }
+
+// ID is the endpoint's CM ID. The endpoint owns it and reads its events.
+func (ep *Endpoint) ID() *cm.ID { return ep.id }

@@ -1,0 +1,94 @@
+// Command echo is an RC echo over rdmacm: the client sends -n messages of
+// -size bytes, the server sends each back, and the client prints the
+// round-trip latency percentiles.
+//
+//	echo -s -a 192.0.2.1     # server
+//	echo -a 192.0.2.1        # client
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"slices"
+	"time"
+
+	"github.com/go-rdma/rdmacm"
+)
+
+var (
+	server  = flag.Bool("s", false, "server")
+	addr    = flag.String("a", "192.0.2.1", "server address")
+	port    = flag.String("p", "7471", "port")
+	count   = flag.Int("n", 1000, "messages")
+	size    = flag.Int("size", 4096, "message size")
+	backend = flag.String("backend", "", "CM backend: auto, kernel, user")
+)
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	opts := &rdmacm.EndpointOptions{Backend: rdmacm.Backend(*backend)}
+	var ep *rdmacm.Endpoint
+	var err error
+	if *server {
+		l, err := rdmacm.Listen(*addr+":"+*port, opts)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("listening")
+		ep, err = l.Accept(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		l.Close()
+	} else if ep, err = rdmacm.Dial(ctx, *addr+":"+*port, opts); err != nil {
+		log.Fatal(err)
+	}
+	defer ep.Close()
+	buf, err := ep.RegMsgs(2 * *size) // two slots: the next receive is posted before the echo
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close()
+	if err := ep.PostRecv(buf, 0, *size); err != nil {
+		log.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, *count)
+	for i := 0; *server || i < *count; i++ {
+		start := time.Now()
+		if !*server {
+			if err := ep.PostSend(buf, *size, *size); err != nil {
+				log.Fatal(err)
+			}
+			if _, err := ep.WaitSend(ctx); err != nil {
+				log.Fatal(err)
+			}
+		}
+		wc, err := ep.WaitRecv(ctx)
+		if err == io.EOF {
+			fmt.Println("server: echoed", i, "messages")
+			return
+		} else if err != nil {
+			log.Fatal(err)
+		}
+		if err := ep.PostRecv(buf, *size-int(wc.ID), *size); err != nil {
+			log.Fatal(err)
+		}
+		if *server {
+			if err := ep.PostSend(buf, int(wc.ID), int(wc.ByteLen)); err != nil {
+				log.Fatal(err)
+			}
+			if _, err := ep.WaitSend(ctx); err != nil {
+				log.Fatal(err)
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	ep.Disconnect(ctx)
+	slices.Sort(lat)
+	fmt.Printf("client: %d x %d B, p50 %v p99 %v max %v\n", *count, *size,
+		lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+}

@@ -1,0 +1,133 @@
+package rdmacm
+
+import (
+	"fmt"
+
+	"github.com/go-rdma/rdmacm/ece"
+)
+
+// Backend selects the CM implementation (cm.Backend's values).
+type Backend string
+
+// The backends; the zero value is BackendAuto.
+const (
+	BackendAuto   Backend = "auto"   // the kernel CM where rdma_ucm is loaded, else the engine
+	BackendKernel Backend = "kernel" // the kernel rdma_cm
+	BackendUser   Backend = "user"   // this module's CM engine over umad
+)
+
+// Defaults of the zero EndpointOptions fields.
+const (
+	DefaultRetryCount    = 7  // librdmacm's retry count
+	DefaultRNRRetryCount = 7  // librdmacm's RNR retry count: retry forever
+	DefaultMaxWR         = 16 // work requests per queue
+)
+
+// EndpointOptions configure Dial, Listen and the endpoints they make. A
+// nil *EndpointOptions and every zero field mean the default; a negative
+// value sets a count to zero.
+type EndpointOptions struct {
+	// Backend is the CM: "" or BackendAuto, BackendKernel, BackendUser.
+	Backend Backend
+
+	// MaxSendWR and MaxRecvWR size the work queues (0: DefaultMaxWR).
+	MaxSendWR, MaxRecvWR int
+	// MaxInline is the largest send the QP copies into the work request
+	// (IBV_SEND_INLINE); PostSend and PostSendImm of at most this many
+	// bytes go inline. 0: none.
+	MaxInline int
+
+	// RetryCount and RNRRetryCount are the QP's transport and RNR retry
+	// counts, 0..7 (0: 7, librdmacm's default; negative: 0). RNR 7 means
+	// retry forever.
+	RetryCount, RNRRetryCount int
+	// ResponderResources and InitiatorDepth are the RDMA READs (and
+	// atomics) the QP serves and issues at once, 1..254 (0: the device's
+	// maximum, librdmacm's default; negative: 0).
+	ResponderResources, InitiatorDepth int
+
+	// PrivateData goes in the REQ (Dial, at most 56 bytes) or the REP
+	// (Accept, at most 196 bytes).
+	PrivateData []byte
+
+	// ECE is the local ECE (rdma_set_local_ece): what Dial offers in the
+	// REQ, and the local value the Accept side answers with. nil: the
+	// QP's own ECE if its provider has one (mlx5), else none.
+	ECE *ece.ECE
+	// ECEReply computes the REP's ECE from the REQ's offer and the local
+	// ECE (nil: ece.LibrdmacmReply). A reply with vendor 0 declines the
+	// offer.
+	ECEReply ece.ReplyPolicy
+
+	// Spin is the number of extra polls a completion wait makes before it
+	// arms the CQ and sleeps (0: none).
+	Spin int
+}
+
+// config is EndpointOptions with the defaults applied and the ranges
+// checked.
+type config struct {
+	backend        Backend
+	sendWR, recvWR uint32
+	inline         uint32
+	retry, rnr     uint8
+	resp, init     uint8 // 0xff: the device's maximum (cm.MaxResources)
+	privateData    []byte
+	ece            *ece.ECE
+	reply          ece.ReplyPolicy
+	spin           int
+}
+
+const maxResources = 0xff // cm.MaxResources
+
+func count(name string, v, def, max int) (int, error) {
+	switch {
+	case v == 0:
+		return def, nil
+	case v < 0:
+		return 0, nil
+	case v > max:
+		return 0, fmt.Errorf("rdmacm: %s %d out of range 0..%d: %w", name, v, max, ErrInvalidArgument)
+	}
+	return v, nil
+}
+
+func (o *EndpointOptions) config() (config, error) {
+	if o == nil {
+		o = &EndpointOptions{}
+	}
+	c := config{backend: o.Backend, privateData: o.PrivateData, ece: o.ECE, reply: o.ECEReply, spin: max(o.Spin, 0)}
+	if c.backend == "" {
+		c.backend = BackendAuto
+	}
+	if c.reply == nil {
+		c.reply = ece.LibrdmacmReply
+	}
+	if c.ece != nil {
+		if err := c.ece.Validate(); err != nil {
+			return config{}, fmt.Errorf("rdmacm: ECE: %w", err)
+		}
+	}
+	var err error
+	get := func(name string, v, def, max int) uint32 {
+		n, e := count(name, v, def, max)
+		if err == nil {
+			err = e
+		}
+		return uint32(n)
+	}
+	c.sendWR = get("MaxSendWR", o.MaxSendWR, DefaultMaxWR, 1<<20)
+	c.recvWR = get("MaxRecvWR", o.MaxRecvWR, DefaultMaxWR, 1<<20)
+	c.inline = get("MaxInline", o.MaxInline, 0, 1<<16)
+	c.retry = uint8(get("RetryCount", o.RetryCount, DefaultRetryCount, 7))
+	c.rnr = uint8(get("RNRRetryCount", o.RNRRetryCount, DefaultRNRRetryCount, 7))
+	c.resp = uint8(get("ResponderResources", o.ResponderResources, maxResources, 254))
+	c.init = uint8(get("InitiatorDepth", o.InitiatorDepth, maxResources, 254))
+	if err != nil {
+		return config{}, err
+	}
+	if c.sendWR == 0 || c.recvWR == 0 {
+		return config{}, fmt.Errorf("rdmacm: a work queue of 0 entries: %w", ErrInvalidArgument)
+	}
+	return c, nil
+}

@@ -1,0 +1,88 @@
+//go:build !linux
+
+package rdmacm
+
+// Until packages cm and uverbs build on every GOOS, the endpoint layer is
+// Linux-only: here every call fails with ErrNotSupported. (Endpoint.QP and
+// Endpoint.ID, which return cm and uverbs types, exist on Linux only.)
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/go-rdma/rdmacm/ece"
+)
+
+var errNotSupported = fmt.Errorf("rdmacm: RDMA endpoints on this platform: %w", ErrNotSupported)
+
+// Endpoint is a connected RC queue pair (Linux only).
+type Endpoint struct{}
+
+// Listener accepts connections (Linux only).
+type Listener struct{}
+
+// MR is registered memory (Linux only).
+type MR struct{}
+
+// WC is a work completion (Linux: uverbs.WC's fields).
+type WC struct {
+	ID        uint64
+	Status    uint32
+	Opcode    uint32
+	VendorErr uint32
+	ByteLen   uint32
+	Imm       uint32
+	QPNum     uint32
+}
+
+// Err returns the completion's error.
+func (wc WC) Err() error { return errNotSupported }
+
+// Dial returns ErrNotSupported off Linux.
+func Dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint, error) {
+	return nil, errNotSupported
+}
+
+// Listen returns ErrNotSupported off Linux.
+func Listen(address string, opts *EndpointOptions) (*Listener, error) {
+	return nil, errNotSupported
+}
+
+func (l *Listener) Accept(ctx context.Context) (*Endpoint, error) { return nil, errNotSupported }
+func (l *Listener) AcceptData(ctx context.Context, privateData []byte) (*Endpoint, error) {
+	return nil, errNotSupported
+}
+func (l *Listener) Addr() netip.AddrPort                             { return netip.AddrPort{} }
+func (l *Listener) Close() error                                     { return errNotSupported }
+func (l *Listener) RegMsgs(size int) (*MR, error)                    { return nil, errNotSupported }
+func (l *Listener) RegRead(size int) (*MR, error)                    { return nil, errNotSupported }
+func (l *Listener) RegWrite(size int) (*MR, error)                   { return nil, errNotSupported }
+func (ep *Endpoint) Close() error                                    { return errNotSupported }
+func (ep *Endpoint) Disconnect(ctx context.Context) error            { return errNotSupported }
+func (ep *Endpoint) Done() <-chan struct{}                           { return nil }
+func (ep *Endpoint) Err() error                                      { return errNotSupported }
+func (ep *Endpoint) LocalAddr() netip.AddrPort                       { return netip.AddrPort{} }
+func (ep *Endpoint) RemoteAddr() netip.AddrPort                      { return netip.AddrPort{} }
+func (ep *Endpoint) PrivateData() []byte                             { return nil }
+func (ep *Endpoint) LocalECE() ece.ECE                               { return ece.ECE{} }
+func (ep *Endpoint) RemoteECE() ece.ECE                              { return ece.ECE{} }
+func (ep *Endpoint) RegMsgs(size int) (*MR, error)                   { return nil, errNotSupported }
+func (ep *Endpoint) RegRead(size int) (*MR, error)                   { return nil, errNotSupported }
+func (ep *Endpoint) RegWrite(size int) (*MR, error)                  { return nil, errNotSupported }
+func (ep *Endpoint) PostRecv(m *MR, off, n int) error                { return errNotSupported }
+func (ep *Endpoint) PostSend(m *MR, off, n int) error                { return errNotSupported }
+func (ep *Endpoint) PostSendImm(m *MR, off, n int, imm uint32) error { return errNotSupported }
+func (ep *Endpoint) PostWrite(m *MR, off, n int, dst RemoteBuf) error {
+	return errNotSupported
+}
+func (ep *Endpoint) PostWriteImm(m *MR, off, n int, dst RemoteBuf, imm uint32) error {
+	return errNotSupported
+}
+func (ep *Endpoint) PostRead(m *MR, off, n int, src RemoteBuf) error { return errNotSupported }
+func (ep *Endpoint) WaitSend(ctx context.Context) (WC, error)        { return WC{}, errNotSupported }
+func (ep *Endpoint) WaitRecv(ctx context.Context) (WC, error)        { return WC{}, errNotSupported }
+func (m *MR) Bytes() []byte                                          { return nil }
+func (m *MR) Len() int                                               { return 0 }
+func (m *MR) Remote() RemoteBuf                                      { return RemoteBuf{} }
+func (m *MR) Close() error                                           { return errNotSupported }
