@@ -47,6 +47,13 @@ func acquireChannel(b Backend) (*channel, error) {
 	return c, nil
 }
 
+// acquire takes one more reference of a channel already held.
+func (c *channel) acquire() {
+	channelsMu.Lock()
+	c.refs++
+	channelsMu.Unlock()
+}
+
 func (c *channel) release() {
 	channelsMu.Lock()
 	c.refs--

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 )
 
 // The table in docs/endpoint.md: each example program's size in Go (this
@@ -102,6 +104,9 @@ func countTable(t *testing.T) string {
 func TestExampleCounts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the examples from source")
+	}
+	if guest.InGuest() {
+		t.Skip("type-checks the examples from source, which the guest's copy of the module lacks (vmexec copies testdata only)")
 	}
 	want := countTable(t)
 	doc, err := os.ReadFile("docs/endpoint.md")

@@ -153,7 +153,8 @@ func (ep *Endpoint) post(m *MR, off, n int, op uverbs.Opcode, imm uint32, r Remo
 }
 
 // WaitSend waits for the next send-queue completion (sends, writes,
-// reads). After the connection is gone it returns an error matching
+// reads). With EndpointOptions.SendCQ the completions go to that CQ and
+// WaitSend fails with ErrInvalidArgument (WaitRecv likewise with RecvCQ). After the connection is gone it returns an error matching
 // ErrDisconnected once the queue is empty. A failed completion is
 // returned with its WC.Err.
 func (ep *Endpoint) WaitSend(ctx context.Context) (WC, error) {
@@ -172,6 +173,9 @@ func (ep *Endpoint) wait(ctx context.Context, k int) (WC, error) {
 	case <-ep.closed:
 		return WC{}, fmt.Errorf("rdmacm: %w", ErrClosed)
 	default:
+	}
+	if ep.p.cqs[k] == nil {
+		return WC{}, fmt.Errorf("rdmacm: the endpoint's completions of this queue go to a shared CQ (CQ.Next) or the caller's QP's CQ: %w", ErrInvalidArgument)
 	}
 	wc, err := ep.p.next(ctx, ep.gone, k)
 	if errors.As(err, new(goneError)) || (err == nil && wc.Status == uverbs.WCWRFlushErr && ep.gone.Err() != nil) {

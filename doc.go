@@ -22,8 +22,9 @@
 // defaults for a NULL rdma_conn_param: retry count 7, RNR retry count 7,
 // the device's maximum responder resources and initiator depth. A field is
 // set to zero explicitly with a negative value, so options that carry only
-// private data cannot change the retry counts (cm.ConnParam can: a
-// non-nil ConnParam is taken as it is).
+// private data cannot change the retry counts. cm.ConnParam has the same
+// rule (a zero field is the default; cm.RetryNone and cm.ResourcesNone ask
+// for 0), and a negative option here is passed to it as that sentinel.
 //
 // # Memory
 //

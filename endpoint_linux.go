@@ -30,6 +30,14 @@ type Endpoint struct {
 	rcq  *uverbs.CQ
 	qp   *uverbs.QP
 	p    poller
+	// sharedS and sharedR are the shared CQs (EndpointOptions.SendCQ,
+	// RecvCQ) the endpoint is bound to; scq/rcq are then theirs.
+	sharedS, sharedR *CQ
+	// newQP makes the caller's QP (DialQP, AcceptQP); extQP says ep.qp
+	// is the caller's: never destroyed, moved to ERR only with
+	// EndpointOptions.ErrorQPOnClose.
+	newQP NewQPFunc
+	extQP bool
 
 	local, remote ece.ECE
 	peerData      []byte
@@ -50,6 +58,31 @@ type Endpoint struct {
 // established endpoint. It tries the host's addresses in turn, as
 // net.Dial does. opts may be nil.
 func Dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint, error) {
+	return dial(ctx, address, opts, nil)
+}
+
+// NewQPFunc makes the caller's QP for an endpoint (DialQP, AcceptQP) once
+// the device is known: pd is the device's protection domain, the one the
+// endpoint's RegMsgs/RegRead/RegWrite use, and pd.Context() its verbs
+// context (for the QP's CQs). The QP must be an RC QP of pd, in RESET.
+type NewQPFunc func(pd *uverbs.PD) (*uverbs.QP, error)
+
+// DialQP is Dial with the caller's QP, which newQP makes, instead of one
+// the endpoint makes. The endpoint moves it through INIT, RTR and RTS
+// with the CM's attributes; its completions go to the caller's CQs, so
+// WaitSend and WaitRecv fail with ErrInvalidArgument (the Post methods
+// work). Close never destroys the QP; it moves it to ERR only with
+// EndpointOptions.ErrorQPOnClose. The options' SendCQ, RecvCQ and work
+// queue sizes do not apply. When DialQP fails after newQP made the QP,
+// the QP is still the caller's to close.
+func DialQP(ctx context.Context, address string, opts *EndpointOptions, newQP NewQPFunc) (*Endpoint, error) {
+	if newQP == nil {
+		return nil, fmt.Errorf("rdmacm: DialQP: nil NewQPFunc: %w", ErrInvalidArgument)
+	}
+	return dial(ctx, address, opts, newQP)
+}
+
+func dial(ctx context.Context, address string, opts *EndpointOptions, newQP NewQPFunc) (*Endpoint, error) {
 	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
@@ -60,7 +93,7 @@ func Dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint
 	}
 	var errs []error
 	for _, a := range addrs {
-		ep, err := dialAddr(ctx, a, cfg)
+		ep, err := dialAddr(ctx, a, cfg, newQP)
 		if err == nil {
 			return ep, nil
 		}
@@ -100,7 +133,7 @@ func resolve(ctx context.Context, address string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config) (_ *Endpoint, err error) {
+func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPFunc) (_ *Endpoint, err error) {
 	c, err := acquireChannel(cfg.backend)
 	if err != nil {
 		return nil, err
@@ -111,6 +144,7 @@ func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config) (_ *Endpoint,
 		return nil, err
 	}
 	ep := newEndpoint(c, id, cfg)
+	ep.newQP = newQP
 	defer func() {
 		if err != nil {
 			ep.Close()
@@ -211,40 +245,98 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 	}
 }
 
+// connParam is the Connect/Accept parameters of the endpoint. The
+// config's counts are final (its defaults applied), so an explicit 0 (a
+// negative EndpointOptions field) becomes cm's sentinel for 0: a zero
+// cm.ConnParam field would mean librdmacm's default again.
 func (ep *Endpoint) connParam() *cm.ConnParam {
+	return ep.cfg.connParam(ep.qp.Num())
+}
+
+func (c *config) connParam(qpn uint32) *cm.ConnParam {
+	orNone := func(v, none uint8) uint8 {
+		if v == 0 {
+			return none
+		}
+		return v
+	}
 	return &cm.ConnParam{
-		PrivateData:        ep.cfg.privateData,
-		ResponderResources: ep.cfg.resp,
-		InitiatorDepth:     ep.cfg.init,
-		RetryCount:         ep.cfg.retry,
-		RNRRetryCount:      ep.cfg.rnr,
-		QPNum:              ep.qp.Num(),
+		PrivateData:        c.privateData,
+		ResponderResources: orNone(c.resp, cm.ResourcesNone),
+		InitiatorDepth:     orNone(c.init, cm.ResourcesNone),
+		RetryCount:         orNone(c.retry, cm.RetryNone),
+		RNRRetryCount:      orNone(c.rnr, cm.RetryNone),
+		QPNum:              qpn,
 	}
 }
 
 // createQP makes the completion channel, the CQs and the RC QP on the ID's
-// device, in RESET.
+// device, in RESET. A queue with a shared CQ uses it; the completion
+// channel is made only for the endpoint's own CQs.
 func (ep *Endpoint) createQP() error {
 	x, pd, err := ep.id.Verbs()
 	if err != nil {
 		return err
 	}
 	ep.pd = pd
-	if ep.comp, err = x.CreateCompChannel(); err != nil {
-		return err
+	if ep.newQP != nil {
+		return ep.attachQP(x, pd)
 	}
-	ep.p.ch = ep.comp
-	if ep.scq, err = x.CreateCQ(int(ep.cfg.sendWR), ep.comp, 0); err != nil {
-		return err
+	if s := ep.cfg.sendCQ; s != nil {
+		if ep.scq, err = s.bind(ep.c, x); err != nil {
+			return err
+		}
+		ep.sharedS = s
 	}
-	if ep.rcq, err = x.CreateCQ(int(ep.cfg.recvWR), ep.comp, 0); err != nil {
-		return err
+	if r := ep.cfg.recvCQ; r != nil {
+		if ep.rcq, err = r.bind(ep.c, x); err != nil {
+			return err
+		}
+		ep.sharedR = r
 	}
-	ep.p.cqs = [2]*uverbs.CQ{ep.scq, ep.rcq}
+	if ep.sharedS == nil || ep.sharedR == nil {
+		if ep.comp, err = x.CreateCompChannel(); err != nil {
+			return err
+		}
+		ep.p.ch = ep.comp
+	}
+	if ep.sharedS == nil {
+		if ep.scq, err = x.CreateCQ(int(ep.cfg.sendWR), ep.comp, 0); err != nil {
+			return err
+		}
+		ep.p.cqs[sendQ] = ep.scq
+	}
+	if ep.sharedR == nil {
+		if ep.rcq, err = x.CreateCQ(int(ep.cfg.recvWR), ep.comp, 0); err != nil {
+			return err
+		}
+		ep.p.cqs[recvQ] = ep.rcq
+	}
 	ep.qp, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: ep.scq, RecvCQ: ep.rcq, Cap: qp.Cap{
 		MaxSendWR: ep.cfg.sendWR, MaxRecvWR: ep.cfg.recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: ep.cfg.inline,
 	}})
 	return err
+}
+
+// attachQP takes the caller's QP from ep.newQP and checks it.
+func (ep *Endpoint) attachQP(x *uverbs.Context, pd *uverbs.PD) error {
+	q, err := ep.newQP(pd)
+	if err != nil {
+		return err
+	}
+	if q == nil {
+		return fmt.Errorf("rdmacm: NewQPFunc returned no QP: %w", ErrInvalidArgument)
+	}
+	ep.qp, ep.extQP = q, true
+	switch {
+	case q.Type() != qp.RC:
+		return fmt.Errorf("rdmacm: the caller's QP is %v, not RC: %w", q.Type(), ErrInvalidArgument)
+	case q.PD() == nil || q.PD().Context() != x:
+		return fmt.Errorf("rdmacm: the caller's QP is on another device: %w", ErrInvalidArgument)
+	case q.State() != qp.Reset:
+		return fmt.Errorf("rdmacm: the caller's QP is in %v, not RESET: %w", q.State(), ErrInvalidState)
+	}
+	return nil
 }
 
 // queryECE is the QP's own ECE (ibv_query_ece); none where the provider
@@ -291,6 +383,9 @@ func (ep *Endpoint) toErr() {
 	defer ep.qpMu.Unlock()
 	if ep.qp == nil || ep.qp.State() == qp.Err || ep.qp.State() == qp.Reset {
 		return
+	}
+	if ep.extQP && !ep.cfg.errQPOnClose {
+		return // the caller's QP: its state is the caller's business
 	}
 	ep.qp.Modify(&qp.Attr{State: qp.Err}, qp.MaskState)
 }
@@ -374,7 +469,10 @@ func (ep *Endpoint) Disconnect(ctx context.Context) error {
 }
 
 // Close disconnects without waiting, moves the QP to ERR and destroys the
-// QP, the CQs, the completion channel and the CM ID, in that order. It
+// QP, the CQs, the completion channel and the CM ID, in that order. A
+// shared CQ (EndpointOptions.SendCQ, RecvCQ) is left to its own Close; a
+// caller's QP (DialQP, AcceptQP) is never destroyed, and moved to ERR
+// only with EndpointOptions.ErrorQPOnClose. It
 // interrupts every blocked call of the endpoint. Registered memory stays
 // valid until its own Close.
 func (ep *Endpoint) Close() error {
@@ -392,12 +490,18 @@ func (ep *Endpoint) Close() error {
 			<-ep.watcherEnd
 		}
 		var errs []error
-		if ep.qp != nil {
+		if ep.qp != nil && !ep.extQP {
 			errs = append(errs, ep.qp.Close())
 		}
-		for _, cq := range []*uverbs.CQ{ep.scq, ep.rcq} {
+		if ep.sharedS == nil && ep.scq != nil {
+			errs = append(errs, ep.scq.Close())
+		}
+		if ep.sharedR == nil && ep.rcq != nil {
+			errs = append(errs, ep.rcq.Close())
+		}
+		for _, cq := range []*CQ{ep.sharedS, ep.sharedR} {
 			if cq != nil {
-				errs = append(errs, cq.Close())
+				cq.unbind()
 			}
 		}
 		if ep.comp != nil {

@@ -80,6 +80,19 @@ func (l *Listener) Accept(ctx context.Context) (*Endpoint, error) {
 // AcceptData is Accept with privateData in the REP (at most 196 bytes)
 // instead of the options' PrivateData.
 func (l *Listener) AcceptData(ctx context.Context, privateData []byte) (*Endpoint, error) {
+	return l.accept(ctx, privateData, nil)
+}
+
+// AcceptQP is AcceptData with the caller's QP, which newQP makes on the
+// listener's device, instead of one the endpoint makes (see DialQP).
+func (l *Listener) AcceptQP(ctx context.Context, privateData []byte, newQP NewQPFunc) (*Endpoint, error) {
+	if newQP == nil {
+		return nil, fmt.Errorf("rdmacm: AcceptQP: nil NewQPFunc: %w", ErrInvalidArgument)
+	}
+	return l.accept(ctx, privateData, newQP)
+}
+
+func (l *Listener) accept(ctx context.Context, privateData []byte, newQP NewQPFunc) (*Endpoint, error) {
 	ev, err := l.box.get(ctx, l.closed)
 	if err != nil {
 		return nil, err
@@ -93,6 +106,7 @@ func (l *Listener) AcceptData(ctx context.Context, privateData []byte) (*Endpoin
 	cfg := l.cfg
 	cfg.privateData = privateData
 	ep := newEndpoint(l.c, id, cfg)
+	ep.newQP = newQP
 	ep.peerData, ep.remote = pd, offer
 	if err := ep.accept(ctx); err != nil {
 		id.Reject(nil)

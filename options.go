@@ -25,7 +25,9 @@ const (
 
 // EndpointOptions configure Dial, Listen and the endpoints they make. A
 // nil *EndpointOptions and every zero field mean the default; a negative
-// value sets a count to zero.
+// value sets a count to zero. (The CM counts map onto cm.ConnParam, whose
+// zero fields also mean librdmacm's defaults: a negative value here
+// becomes cm.RetryNone or cm.ResourcesNone there.)
 type EndpointOptions struct {
 	// Backend is the CM: "" or BackendAuto, BackendKernel, BackendUser.
 	Backend Backend
@@ -62,6 +64,21 @@ type EndpointOptions struct {
 	// Spin is the number of extra polls a completion wait makes before it
 	// arms the CQ and sleeps (0: none).
 	Spin int
+
+	// SendCQ and RecvCQ, when set, are shared CQs (NewCQ) the endpoint's
+	// send or receive queue completes on, in place of its own; its
+	// completions of that queue then come from the CQ's Next, named by
+	// WC.QPNum (the endpoint's QP().Num()). A CQ may serve both queues
+	// and any number of endpoints on one device. Listen's options give
+	// them to every accepted endpoint.
+	SendCQ, RecvCQ *CQ
+
+	// ErrorQPOnClose makes an endpoint with the caller's QP (DialQP,
+	// AcceptQP) move it to ERR, flushing its work requests, when the
+	// connection ends (Close, Disconnect, the peer's disconnect); the QP
+	// is never destroyed. Without it the endpoint leaves the QP's state
+	// alone once connected. Endpoints with their own QP always do this.
+	ErrorQPOnClose bool
 }
 
 // config is EndpointOptions with the defaults applied and the ranges
@@ -76,6 +93,8 @@ type config struct {
 	ece            *ece.ECE
 	reply          ece.ReplyPolicy
 	spin           int
+	sendCQ, recvCQ *CQ
+	errQPOnClose   bool
 }
 
 const maxResources = 0xff // cm.MaxResources
@@ -96,7 +115,8 @@ func (o *EndpointOptions) config() (config, error) {
 	if o == nil {
 		o = &EndpointOptions{}
 	}
-	c := config{backend: o.Backend, privateData: o.PrivateData, ece: o.ECE, reply: o.ECEReply, spin: max(o.Spin, 0)}
+	c := config{backend: o.Backend, privateData: o.PrivateData, ece: o.ECE, reply: o.ECEReply, spin: max(o.Spin, 0),
+		sendCQ: o.SendCQ, recvCQ: o.RecvCQ, errQPOnClose: o.ErrorQPOnClose}
 	if c.backend == "" {
 		c.backend = BackendAuto
 	}

@@ -25,6 +25,21 @@ type Listener struct{}
 // MR is registered memory (Linux only).
 type MR struct{}
 
+// CQ is a completion queue endpoints share (Linux only).
+type CQ struct{}
+
+// DefaultCQEntries is the size of a NewCQ(0).
+const DefaultCQEntries = 256
+
+// NewCQ returns ErrNotSupported off Linux.
+func NewCQ(entries int) (*CQ, error) { return nil, errNotSupported }
+
+// Next returns ErrNotSupported off Linux.
+func (cq *CQ) Next(ctx context.Context) (WC, error) { return WC{}, errNotSupported }
+
+// Close returns ErrNotSupported off Linux.
+func (cq *CQ) Close() error { return errNotSupported }
+
 // WC is a work completion (Linux: uverbs.WC's fields).
 type WC struct {
 	ID        uint64

@@ -27,7 +27,9 @@ type fakeBackend struct {
 	failOn   map[string]error
 	events   chan rawEvent
 	closed   chan struct{}
-	once     sync.Once
+	// connParams are the parameters each connect got.
+	connParams []ConnParam
+	once       sync.Once
 }
 
 type acceptCall struct {
@@ -71,6 +73,7 @@ func (f *fakeBackend) listen(h uint32, b int) error                  { return f.
 func (f *fakeBackend) connect(h uint32, p *ConnParam, e ece.ECE) error {
 	f.mu.Lock()
 	f.connects = append(f.connects, e)
+	f.connParams = append(f.connParams, *p)
 	f.mu.Unlock()
 	return f.rec("connect")
 }

@@ -286,8 +286,9 @@ func (id *ID) RemoteECE() (ece.ECE, error) {
 	return id.st.remoteECE()
 }
 
-// Connect sends the REQ with the local ECE (rdma_connect); a nil p means
-// librdmacm's defaults (see MaxResources). A synchronous
+// Connect sends the REQ with the local ECE (rdma_connect); a nil p, and
+// each zero count of p, means librdmacm's defaults (see ConnParam,
+// MaxResources, RetryNone, ResourcesNone). A synchronous
 // ID waits for ESTABLISHED (library QP) or CONNECT_RESPONSE (external
 // QP, then call Establish). A rejection is a *RejectError.
 func (id *ID) Connect(ctx context.Context, p *ConnParam) error {
@@ -314,7 +315,8 @@ func (id *ID) Connect(ctx context.Context, p *ConnParam) error {
 // external QP and a REQ that carried ECE, SetLocalECE must come first, or
 // p.DeclineECE must be set; otherwise Accept fails with an
 // *ECEUnansweredError. With a library QP the QP is moved to RTR and RTS
-// first. A synchronous ID waits for ESTABLISHED.
+// first. A synchronous ID waits for ESTABLISHED. A nil p, and each zero
+// count of p, means librdmacm's defaults, as for Connect.
 func (id *ID) Accept(ctx context.Context, p *ConnParam) error {
 	param := defaultConnParam(p)
 	err := id.do("Accept", nil, func() error {
@@ -345,14 +347,32 @@ func (id *ID) Accept(ctx context.Context, p *ConnParam) error {
 	return err
 }
 
-// defaultConnParam is librdmacm's answer to a NULL rdma_conn_param: the
-// device's maximum resources (the REQ's on the passive side) and retry
-// counts 7.
+// defaultConnParam is librdmacm's answer to a NULL rdma_conn_param (the
+// device's maximum resources, the REQ's on the passive side, and retry
+// counts 7), and applies the same defaults to the zero fields of a
+// non-nil p; ResourcesNone and RetryNone become 0. Both backends get the
+// result.
 func defaultConnParam(p *ConnParam) ConnParam {
+	var q ConnParam
 	if p != nil {
-		return *p
+		q = *p
 	}
-	return ConnParam{ResponderResources: MaxResources, InitiatorDepth: MaxResources, RetryCount: 7, RNRRetryCount: 7}
+	q.ResponderResources = orDefault(q.ResponderResources, MaxResources, ResourcesNone)
+	q.InitiatorDepth = orDefault(q.InitiatorDepth, MaxResources, ResourcesNone)
+	q.RetryCount = orDefault(q.RetryCount, DefaultRetryCount, RetryNone)
+	q.RNRRetryCount = orDefault(q.RNRRetryCount, DefaultRNRRetryCount, RetryNone)
+	return q
+}
+
+// orDefault maps 0 to def and none to 0.
+func orDefault(v, def, none uint8) uint8 {
+	switch v {
+	case 0:
+		return def
+	case none:
+		return 0
+	}
+	return v
 }
 
 // Establish completes the active side of a connection with an external

@@ -155,6 +155,15 @@ func TestKernelCommandBytes(t *testing.T) {
 	say("connect %v", k.connect(0x42, full, e))
 	say("connect %v", k.connect(0x42, &ConnParam{}, ece.ECE{}))
 	say("connect %v", k.connect(0x42, &ConnParam{PrivateData: make([]byte, 256)}, e))
+	// What Connect sends for a ConnParam that carries only private data
+	// (librdmacm's defaults: retry 7/7, resources resolved from 0xff), and
+	// for one that asks for zeros with the sentinels.
+	partial := defaultConnParam(&ConnParam{PrivateData: pd, QPNum: 0x123456})
+	say("connect %v", k.connect(0x42, &partial, ece.ECE{}))
+	zeros := defaultConnParam(&ConnParam{QPNum: 0x123456, RetryCount: RetryNone, RNRRetryCount: RetryNone,
+		ResponderResources: ResourcesNone, InitiatorDepth: ResourcesNone})
+	say("connect %v", k.connect(0x42, &zeros, ece.ECE{}))
+	say("accept %v", k.accept(0x42, 0x99, &partial, ece.ECE{}))
 	say("accept %v", k.accept(0x42, 0x99, full, e))
 	say("accept %v", k.accept(0x42, 0x99, nil, e))
 	say("reject %v", k.reject(0x42, pd, 28))

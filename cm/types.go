@@ -94,8 +94,33 @@ func (t EventType) Known() bool { return t < numEventTypes }
 // RDMA_MAX_INIT_DEPTH). It needs a library QP or a device known to the ID.
 const MaxResources uint8 = 0xff
 
+// Defaults and sentinels of the ConnParam given to Connect and Accept. A
+// zero field there means librdmacm's default (what rdma_connect and
+// rdma_accept use for a NULL conn_param), so a ConnParam set only to
+// carry private data or a QP number keeps the defaults; the sentinels
+// ask for a real 0.
+const (
+	// DefaultRetryCount and DefaultRNRRetryCount are the retry counts a
+	// zero RetryCount or RNRRetryCount means (RNR 7: retry forever).
+	DefaultRetryCount    uint8 = 7
+	DefaultRNRRetryCount uint8 = 7
+	// RetryNone in RetryCount or RNRRetryCount asks for a retry count of
+	// 0 (its low three bits, all the CM carries, are 0).
+	RetryNone uint8 = 0xf8
+	// ResourcesNone in ResponderResources or InitiatorDepth asks for 0
+	// RDMA reads and atomics. 0xfe is above every device's maximum, so no
+	// real request is lost.
+	ResourcesNone uint8 = 0xfe
+)
+
 // ConnParam holds the parameters of Connect and Accept, and those the peer
-// sent in an event (struct rdma_conn_param).
+// sent in an event (struct rdma_conn_param). Given to Connect or Accept,
+// a zero ResponderResources, InitiatorDepth, RetryCount or RNRRetryCount
+// means librdmacm's default (MaxResources, MaxResources,
+// DefaultRetryCount, DefaultRNRRetryCount), exactly as a nil *ConnParam
+// does; ResourcesNone and RetryNone ask for 0. In events and in
+// RequestParam and ConnParam the fields are the values on the wire, 0
+// meaning 0.
 type ConnParam struct {
 	// PrivateData goes in the REQ, REP or REJ (at most 56 bytes in a REQ
 	// of an IP port space, 196 in a REP). In events it is the whole CM
@@ -103,12 +128,14 @@ type ConnParam struct {
 	PrivateData []byte
 	// ResponderResources is the number of RDMA reads and atomics the QP
 	// serves at once; InitiatorDepth the number it issues. In events they
-	// are the peer's values swapped to this side's point of view.
+	// are the peer's values swapped to this side's point of view. Given
+	// to Connect or Accept, 0 means MaxResources and ResourcesNone 0.
 	ResponderResources uint8
 	InitiatorDepth     uint8
 	FlowControl        bool
 	// RetryCount and RNRRetryCount are 3 bits each (7 = retry forever for
-	// RNR).
+	// RNR). Given to Connect or Accept, 0 means 7 (DefaultRetryCount,
+	// DefaultRNRRetryCount) and RetryNone 0.
 	RetryCount    uint8
 	RNRRetryCount uint8
 	SRQ           bool

@@ -191,9 +191,8 @@ func (u *user) connect(h uint32, p *ConnParam, e ece.ECE) error {
 	}
 	port := x.port
 	cp := engine.ConnectParams{Context: uint64(h), PortSpace: x.ps, Src: x.src, Dst: x.dst,
-		Path: x.path, QPType: x.qpType, QPN: p.QPNum, ResponderResources: p.ResponderResources,
-		InitiatorDepth: p.InitiatorDepth, RetryCount: p.RetryCount, RNRRetryCount: p.RNRRetryCount,
-		FlowControl: p.FlowControl, SRQ: p.SRQ, PrivateData: p.PrivateData, ECE: e}
+		Path: x.path, QPType: x.qpType}
+	putEngineConnect(&cp, p, e)
 	u.mu.Unlock()
 	return port.d.Do(func(eng *engine.Engine, now time.Time) error {
 		id, err := eng.Connect(now, cp)
@@ -207,6 +206,22 @@ func (u *user) connect(h uint32, p *ConnParam, e ece.ECE) error {
 		u.mu.Unlock()
 		return nil
 	})
+}
+
+// putEngineConnect copies the connection parameters (defaults already
+// applied by Connect, see defaultConnParam) into the engine's.
+func putEngineConnect(cp *engine.ConnectParams, p *ConnParam, e ece.ECE) {
+	cp.QPN, cp.ResponderResources, cp.InitiatorDepth = p.QPNum, p.ResponderResources, p.InitiatorDepth
+	cp.RetryCount, cp.RNRRetryCount = p.RetryCount, p.RNRRetryCount
+	cp.FlowControl, cp.SRQ, cp.PrivateData, cp.ECE = p.FlowControl, p.SRQ, p.PrivateData, e
+}
+
+// engineAccept is the engine's Accept parameters of p (defaults already
+// applied by Accept).
+func engineAccept(p *ConnParam, e ece.ECE) engine.AcceptParams {
+	return engine.AcceptParams{QPN: p.QPNum, ResponderResources: p.ResponderResources,
+		InitiatorDepth: p.InitiatorDepth, RNRRetryCount: p.RNRRetryCount, FlowControl: p.FlowControl,
+		SRQ: p.SRQ, PrivateData: p.PrivateData, ECE: e}
 }
 
 // conn returns the port and engine ID of h's connection.
@@ -237,9 +252,7 @@ func (u *user) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
 	u.mu.Lock()
 	x.uid = uid
 	u.mu.Unlock()
-	ap := engine.AcceptParams{QPN: p.QPNum, ResponderResources: p.ResponderResources,
-		InitiatorDepth: p.InitiatorDepth, RNRRetryCount: p.RNRRetryCount, FlowControl: p.FlowControl,
-		SRQ: p.SRQ, PrivateData: p.PrivateData, ECE: e}
+	ap := engineAccept(p, e)
 	return port.d.Do(func(eng *engine.Engine, now time.Time) error { return eng.Accept(now, eid, ap) })
 }
 

@@ -255,8 +255,9 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	}
 	t.steps[stepCreateQP][1] = time.Now()
 
-	// cmtime's conn_param: one read each way, retry count 2.
-	param := &cm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 2}
+	// cmtime's conn_param: one read each way, retry count 2, RNR retry
+	// count 0 (cmtime leaves it zero; a zero field here would mean 7).
+	param := &cm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 2, RNRRetryCount: cm.RetryNone}
 	if err := run(stepConnect, "connecting", func(node *cmNode) error {
 		return node.id.Connect(ctx, param)
 	}); err != nil {
