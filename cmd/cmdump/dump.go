@@ -38,6 +38,7 @@ type dumper struct {
 	errOut    io.Writer
 	json      bool
 	checkICRC bool
+	describe  bool // -describe: each line is followed by mad.Describe's
 	stats     stats
 	enc       *json.Encoder
 }
@@ -48,8 +49,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per CM MAD with every decoded field")
 	checkICRC := fs.Bool("icrc", true, "verify the RoCEv2 ICRC; frames with a wrong one are malformed")
+	describe := fs.Bool("describe", false, "after each line, the message as the CM engine's logs and transcripts show it (mad.Describe)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: cmdump [-json] [-icrc=false] [file.pcap ...]   (no file or \"-\": standard input)")
+		fmt.Fprintln(stderr, "usage: cmdump [-json] [-describe] [-icrc=false] [file.pcap ...]   (no file or \"-\": standard input)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -62,7 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
-	d := &dumper{out: bufio.NewWriter(stdout), errOut: stderr, json: *jsonOut, checkICRC: *checkICRC}
+	d := &dumper{out: bufio.NewWriter(stdout), errOut: stderr, json: *jsonOut, checkICRC: *checkICRC, describe: *describe}
 	if d.json {
 		d.enc = json.NewEncoder(d.out)
 	}
@@ -187,7 +189,11 @@ func (d *dumper) decodeFrame(lt pcap.LinkType, data []byte) (*record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRecord(p, view), nil
+	r := newRecord(p, view)
+	if d.describe {
+		r.described = mad.Describe(raw)
+	}
+	return r, nil
 }
 
 // decodeCooked strips a Linux cooked-capture header (tcpdump -i any).
@@ -214,5 +220,8 @@ func (d *dumper) print(prefix string, r *record) error {
 		return d.enc.Encode(r)
 	}
 	_, err := fmt.Fprintf(d.out, "%s%s %s\n", prefix, r.Time.UTC().Format("15:04:05.000000"), r.line())
+	if err == nil && r.described != "" {
+		_, err = fmt.Fprintf(d.out, "%s    %s\n", prefix, r.described)
+	}
 	return err
 }

@@ -401,3 +401,34 @@ func TestRealCaptures(t *testing.T) {
 		}
 	}
 }
+
+// -describe puts mad.Describe's line, indented, under each text line and
+// changes nothing else.
+func TestDescribe(t *testing.T) {
+	capture := buildCapture(t, testFrames(t))
+	_, plain, _ := runCmdump(t, capture)
+	status, out, errOut := runCmdump(t, capture, "-describe")
+	if status != exitOK {
+		t.Fatalf("status %d, stderr:\n%s", status, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var kept []string
+	described := 0
+	for i := 0; i < len(lines); i++ {
+		kept = append(kept, lines[i])
+		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "    ") {
+			i++
+			described++
+			msg := strings.Fields(lines[i-1])[4] // time, src, >, dst, MESSAGE
+			if got := strings.Fields(lines[i])[0]; got != msg && !strings.HasPrefix(got, "malformed") {
+				t.Errorf("line %d: %q describes %q, want the %s above it", i+1, lines[i], got, msg)
+			}
+		}
+	}
+	if want := strings.Count(plain, "\n"); described != want {
+		t.Errorf("%d described lines for %d MAD lines", described, want)
+	}
+	if diff := cmp.Diff(plain, strings.Join(kept, "\n")+"\n"); diff != "" {
+		t.Errorf("-describe changed the text lines (-plain +describe):\n%s", diff)
+	}
+}

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	cmdump [-json] [-icrc=false] [file.pcap ...]
+//	cmdump [-json] [-describe] [-icrc=false] [file.pcap ...]
 //
 // With no file, or "-", it reads standard input. Input is classic pcap
 // (tcpdump -w; not pcapng) with Ethernet, raw IP or Linux cooked
@@ -19,6 +19,10 @@
 // private data up to its last non-zero byte (the wire always carries the
 // whole field, so the sender's length is not known), after the rdma_cm IP
 // header when there is one. "ece=none" means vendor ID and options are 0.
+//
+// -describe follows each line with the message as the CM engine's logs
+// and the testfabric transcripts print it (mad.Describe): timeouts,
+// retries and packet lifetime instead of addresses.
 //
 // -json prints one JSON object per CM MAD instead: the frame number and
 // time, every packet header field, the decoded message struct of package

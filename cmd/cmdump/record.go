@@ -14,6 +14,10 @@ import (
 // record is one decoded CM MAD: what -json prints, and what the text line
 // is formatted from.
 type record struct {
+	// described is mad.Describe's line, printed under the text line with
+	// -describe (not part of -json: that has every field already).
+	described string
+
 	File    string `json:",omitempty"`
 	Frame   int
 	Time    time.Time
