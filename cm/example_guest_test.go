@@ -3,37 +3,11 @@
 package cm_test
 
 import (
-	"io"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 )
-
-// runExample runs f with stdout captured.
-func runExample(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout := os.Stdout
-	os.Stdout = w
-	done := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(r)
-		done <- string(b)
-	}()
-	defer func() { os.Stdout = stdout }()
-	f()
-	w.Close()
-	os.Stdout = stdout
-	out := <-done
-	r.Close()
-	t.Logf("output:\n%s", out)
-	return out
-}
 
 // TestExamplesInGuest runs the examples against the real kernel and checks
 // their output, which the host cannot (no RDMA device there).
@@ -58,7 +32,7 @@ done
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := runExample(t, tc.f)
+			got := guest.CaptureStdout(t, tc.f)
 			if got != tc.want {
 				t.Fatalf("output:\n%s\nwant:\n%s", got, tc.want)
 			}

@@ -16,12 +16,9 @@ import (
 // (unix.Errno).
 func (c *IoctlCall) Do(fd int) error {
 	c.Encoded()
-	if d := currentTestDevice(); d != nil {
-		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
-			runtime.KeepAlive(c)
-			c.pin.Unpin()
-			return err
-		}
+	if handled, err := c.viaTestDevice(fd); handled {
+		c.pin.Unpin()
+		return err
 	}
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
@@ -40,12 +37,9 @@ func (c *IoctlCall) Do(fd int) error {
 // (docs/benchmarks.md).
 func (c *IoctlCall) DoShort(fd int) error {
 	c.Encoded()
-	if d := currentTestDevice(); d != nil {
-		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
-			runtime.KeepAlive(c)
-			c.pin.Unpin()
-			return err
-		}
+	if handled, err := c.viaTestDevice(fd); handled {
+		c.pin.Unpin()
+		return err
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
@@ -83,11 +77,8 @@ func WriteShort(fd int, b []byte) (int, error) {
 // again; it must not reference memory that needs pinning.
 func (c *IoctlCall) DoRaw(fd int) error {
 	c.Encoded()
-	if d := currentTestDevice(); d != nil {
-		if handled, err := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
-			runtime.KeepAlive(c)
-			return err
-		}
+	if handled, err := c.viaTestDevice(fd); handled {
+		return err
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)

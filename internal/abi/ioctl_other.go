@@ -18,12 +18,9 @@ import (
 func (c *IoctlCall) Do(fd int) error {
 	c.Encoded()
 	err := unix.ErrNotSupported
-	if d := currentTestDevice(); d != nil {
-		if handled, derr := d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr))); handled {
-			err = derr
-		}
+	if handled, derr := c.viaTestDevice(fd); handled {
+		err = derr
 	}
-	runtime.KeepAlive(c)
 	c.pin.Unpin()
 	return err
 }

@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -32,6 +33,19 @@ var testDevice atomic.Pointer[testDeviceBox]
 func SetTestDevice(d TestDevice) (restore func()) {
 	old := testDevice.Swap(&testDeviceBox{d})
 	return func() { testDevice.Store(old) }
+}
+
+// viaTestDevice hands the ioctl call c to the installed test device, if
+// any; handled reports that it answered (Do, DoShort and DoRaw then skip
+// the kernel).
+func (c *IoctlCall) viaTestDevice(fd int) (handled bool, err error) {
+	d := currentTestDevice()
+	if d == nil {
+		return false, nil
+	}
+	handled, err = d.Ioctl(fd, RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
+	runtime.KeepAlive(c)
+	return handled, err
 }
 
 func currentTestDevice() TestDevice {

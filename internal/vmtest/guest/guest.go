@@ -17,6 +17,7 @@ package guest
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,4 +165,30 @@ func (m *Machine) StartCapture(ctx context.Context, name, filter string) (*Proce
 		return nil, err
 	}
 	return p, nil
+}
+
+// CaptureStdout runs f with os.Stdout redirected to a pipe and returns
+// what f printed (and logs it), for running Example functions in a guest
+// and checking their output.
+func CaptureStdout(t testing.TB, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() { os.Stdout = stdout }()
+	f()
+	w.Close()
+	os.Stdout = stdout
+	out := <-done
+	r.Close()
+	t.Logf("output:\n%s", out)
+	return out
 }
