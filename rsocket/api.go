@@ -1,0 +1,75 @@
+package rsocket
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/go-rdma/rdmacm"
+)
+
+// Options configure Dial and Listen. A nil *Options and every zero field
+// mean rsocket.c's defaults.
+type Options struct {
+	// Backend is the CM: "" or rdmacm.BackendAuto, BackendKernel, BackendUser.
+	Backend rdmacm.Backend
+	// SendBuffer and RecvBuffer are given as to SO_SNDBUF and SO_RCVBUF:
+	// rsocket doubles them. 0: rsocket's default 128 KiB buffers.
+	SendBuffer, RecvBuffer int
+	// InlineSize is the largest send copied into the work request (0: 64,
+	// rsocket's default; negative: no inline data).
+	InlineSize int
+	// SQSize and RQSize are the work queue depths (0: 384, rsocket's default).
+	SQSize, RQSize int
+	// KeepAlive is the probe period (0: off, as rsocket without
+	// SO_KEEPALIVE). A peer silent for about twice the period ends the
+	// connection.
+	KeepAlive time.Duration
+}
+
+// Dial connects to address ("host:port") with rsockets.
+func Dial(address string, opts *Options) (*Conn, error) {
+	return DialContext(context.Background(), address, opts)
+}
+
+// DialContext connects to address ("host:port"); ctx bounds the address
+// and route resolution and the connection exchange.
+func DialContext(ctx context.Context, address string, opts *Options) (*Conn, error) {
+	return dial(ctx, address, opts)
+}
+
+// Dialer dials rsockets connections with its Options; its DialContext
+// fits http.Transport.DialContext and gRPC's WithContextDialer.
+type Dialer struct{ Options Options }
+
+// DialContext connects to address; network is "tcp", "tcp4", "tcp6" or
+// "rdma".
+func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "rdma":
+	default:
+		return nil, &net.OpError{Op: "dial", Net: network, Err: net.UnknownNetworkError(network)}
+	}
+	c, err := DialContext(ctx, address, &d.Options)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Listen listens on address (":7471" listens on every RDMA device).
+func Listen(address string, opts *Options) (*Listener, error) {
+	return listen(address, opts)
+}
+
+// Accept waits for a connection; it implements net.Listener.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.AcceptConn(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+var _ net.Conn = (*Conn)(nil)
+var _ net.Listener = (*Listener)(nil)

@@ -1,0 +1,9 @@
+// Package rsocket is a net.Conn over RDMA that speaks librdmacm's rsockets
+// protocol (rsocket.c, rdma-core v44): a Go program can talk to C programs
+// using rsockets (rstream, rcopy, anything LD_PRELOADed with librspreload)
+// and to other Go programs, with no cgo.
+//
+// Dial and Listen take "host:port" strings; a Dialer plugs into
+// http.Transport.DialContext and gRPC's WithContextDialer. See
+// docs/rsocket.md for the protocol and what is proven where.
+package rsocket
