@@ -36,7 +36,7 @@ type Endpoint struct {
 	// newQP makes the caller's QP (DialQP, AcceptQP); extQP says ep.qp
 	// is the caller's: never destroyed, moved to ERR only with
 	// EndpointOptions.ErrorQPOnClose.
-	newQP NewQPFunc
+	newQP NewQPDataFunc
 	extQP bool
 
 	local, remote ece.ECE
@@ -79,10 +79,10 @@ func DialQP(ctx context.Context, address string, opts *EndpointOptions, newQP Ne
 	if newQP == nil {
 		return nil, fmt.Errorf("rdmacm: DialQP: nil NewQPFunc: %w", ErrInvalidArgument)
 	}
-	return dial(ctx, address, opts, newQP)
+	return dial(ctx, address, opts, newQP.withData())
 }
 
-func dial(ctx context.Context, address string, opts *EndpointOptions, newQP NewQPFunc) (*Endpoint, error) {
+func dial(ctx context.Context, address string, opts *EndpointOptions, newQP NewQPDataFunc) (*Endpoint, error) {
 	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func resolve(ctx context.Context, address string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPFunc) (_ *Endpoint, err error) {
+func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPDataFunc) (_ *Endpoint, err error) {
 	c, err := acquireChannel(cfg.backend)
 	if err != nil {
 		return nil, err
@@ -320,9 +320,12 @@ func (ep *Endpoint) createQP() error {
 
 // attachQP takes the caller's QP from ep.newQP and checks it.
 func (ep *Endpoint) attachQP(x *uverbs.Context, pd *uverbs.PD) error {
-	q, err := ep.newQP(pd)
+	q, data, err := ep.newQP(pd, ep.peerData)
 	if err != nil {
 		return err
+	}
+	if data != nil {
+		ep.cfg.privateData = data
 	}
 	if q == nil {
 		return fmt.Errorf("rdmacm: NewQPFunc returned no QP: %w", ErrInvalidArgument)

@@ -27,11 +27,11 @@ func TestExternalQPHost(t *testing.T) {
 	}
 	// A failing NewQPFunc fails the attach with its error.
 	want := errors.New("no QP today")
-	ep := &Endpoint{newQP: func(*uverbs.PD) (*uverbs.QP, error) { return nil, want }}
+	ep := &Endpoint{newQP: NewQPFunc(func(*uverbs.PD) (*uverbs.QP, error) { return nil, want }).withData()}
 	if err := ep.attachQP(nil, nil); !errors.Is(err, want) || ep.extQP {
 		t.Fatalf("attachQP: %v (ext %v)", err, ep.extQP)
 	}
-	ep.newQP = func(*uverbs.PD) (*uverbs.QP, error) { return nil, nil }
+	ep.newQP = NewQPFunc(func(*uverbs.PD) (*uverbs.QP, error) { return nil, nil }).withData()
 	if err := ep.attachQP(nil, nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("attachQP of no QP: %v", err)
 	}

@@ -89,10 +89,10 @@ func (l *Listener) AcceptQP(ctx context.Context, privateData []byte, newQP NewQP
 	if newQP == nil {
 		return nil, fmt.Errorf("rdmacm: AcceptQP: nil NewQPFunc: %w", ErrInvalidArgument)
 	}
-	return l.accept(ctx, privateData, newQP)
+	return l.accept(ctx, privateData, newQP.withData())
 }
 
-func (l *Listener) accept(ctx context.Context, privateData []byte, newQP NewQPFunc) (*Endpoint, error) {
+func (l *Listener) accept(ctx context.Context, privateData []byte, newQP NewQPDataFunc) (*Endpoint, error) {
 	ev, err := l.box.get(ctx, l.closed)
 	if err != nil {
 		return nil, err
