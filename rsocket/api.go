@@ -62,14 +62,5 @@ func Listen(address string, opts *Options) (*Listener, error) {
 	return listen(address, opts)
 }
 
-// Accept waits for a connection; it implements net.Listener.
-func (l *Listener) Accept() (net.Conn, error) {
-	c, err := l.AcceptConn(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 var _ net.Conn = (*Conn)(nil)
 var _ net.Listener = (*Listener)(nil)

@@ -3,40 +3,615 @@ package rsocket
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
+	"os"
+	"sync"
 	"time"
+
+	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
-var errTODO = errors.New("rsocket: not implemented yet")
+// Conn is an rsockets stream connection; it implements net.Conn. Reads
+// and writes may run at the same time; concurrent Reads (and concurrent
+// Writes) are serialized.
+type Conn struct {
+	ep *rdmacm.Endpoint
+	r  *resources
 
-// Conn is an rsockets connection; it implements net.Conn.
-type Conn struct{}
+	mu     sync.Mutex // k, posting, polling
+	k      *core
+	armed  bool
+	wcs    [32]uverbs.WC
+	swr    [1]uverbs.SendWR
+	sges   [2]uverbs.SGE
+	rwrs   []uverbs.RecvWR
+	wrErr  error // a failed post
+	gone   error // why the connection ended (io.EOF: the peer's disconnect)
+	rmu    sync.Mutex
+	wmu    sync.Mutex
+	rwake  chan struct{}
+	wwake  chan struct{}
+	rdl    deadline
+	wdl    deadline
+	closed chan struct{}
+	once   sync.Once
+	stop   context.CancelFunc
+	done   sync.WaitGroup
+	ka     *time.Timer
+	kaTime time.Duration
 
-// Listener accepts rsockets connections; it implements net.Listener.
-type Listener struct{}
+	local, remote net.Addr
+}
+
+// resources are a connection's verbs objects, made on the device's PD
+// before the REQ or REP leaves (their addresses go in the private data).
+type resources struct {
+	cfg        config
+	ch         *uverbs.CompChannel
+	cq         *uverbs.CQ
+	q          *uverbs.QP
+	sbuf, rbuf *uverbs.Buffer
+	tbuf       *uverbs.Buffer
+	smr, rmr   *uverbs.MR
+	tmr        *uverbs.MR
+	cc         coreConfig
+	data       [connDataLen]byte // ours
+}
+
+// newResources is rs_create_ep: one CQ on one completion channel for both
+// queues, an RC QP signalling every send with 2 send SGEs and 1 receive
+// SGE, the send buffer (with room for qpCtrlSize SGL updates after it),
+// the target SGL and the receive buffer.
+func newResources(pd *uverbs.PD, cfg config) (r *resources, err error) {
+	r = &resources{cfg: cfg}
+	defer func() {
+		if err != nil {
+			r.close()
+			r = nil
+		}
+	}()
+	x := pd.Context()
+	if r.ch, err = x.CreateCompChannel(); err != nil {
+		return nil, err
+	}
+	if r.cq, err = x.CreateCQ(int(cfg.sqSize)+int(cfg.rqSize), r.ch, 0); err != nil {
+		return nil, err
+	}
+	if r.q, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: r.cq, RecvCQ: r.cq, SignalAll: true, Cap: qp.Cap{
+		MaxSendWR: uint32(cfg.sqSize), MaxRecvWR: uint32(cfg.rqSize), MaxSendSGE: 2, MaxRecvSGE: 1, MaxInlineData: cfg.inline,
+	}}); err != nil {
+		return nil, err
+	}
+	// The QP may give more inline room than asked (rsocket.c keeps it).
+	inline := min(r.q.Cap().MaxInlineData, maxImmData)
+	if r.sbuf, err = uverbs.AllocBuffer(int(cfg.sbufSize) + sgeLen*qpCtrlSize); err != nil {
+		return nil, err
+	}
+	if r.smr, err = pd.RegMR(r.sbuf, qp.AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	if r.tbuf, err = uverbs.AllocBuffer(sglSize * sgeLen); err != nil {
+		return nil, err
+	}
+	if r.tmr, err = pd.RegMR(r.tbuf, qp.AccessLocalWrite|qp.AccessRemoteWrite); err != nil {
+		return nil, err
+	}
+	if r.rbuf, err = uverbs.AllocBuffer(int(cfg.rbufSize)); err != nil {
+		return nil, err
+	}
+	if r.rmr, err = pd.RegMR(r.rbuf, qp.AccessLocalWrite|qp.AccessRemoteWrite); err != nil {
+		return nil, err
+	}
+	r.cc = coreConfig{
+		sqSize: cfg.sqSize, rqSize: cfg.rqSize, inline: inline, rbufSize: cfg.rbufSize, sbufSize: cfg.sbufSize,
+		rbufAddr: r.rbuf.Addr(), rbufKey: r.rmr.RKey,
+		targetSGLAddr: r.tbuf.Addr(), targetSGLKey: r.tmr.RKey, targetSGLEntries: sglSize,
+	}
+	cd := r.cc.connData()
+	cd.marshal(&r.data)
+	return r, nil
+}
+
+// close releases what newResources made: the QP before its CQ, the CQ
+// before its channel, the MRs before their buffers.
+func (r *resources) close() {
+	if r.q != nil {
+		r.q.Close()
+	}
+	if r.cq != nil {
+		r.cq.Close()
+	}
+	if r.ch != nil {
+		r.ch.Close()
+	}
+	for _, m := range []*uverbs.MR{r.smr, r.tmr, r.rmr} {
+		if m != nil {
+			m.Close()
+		}
+	}
+	for _, b := range []*uverbs.Buffer{r.sbuf, r.tbuf, r.rbuf} {
+		if b != nil {
+			b.Close()
+		}
+	}
+}
+
+func (c config) endpointOptions() *rdmacm.EndpointOptions {
+	// rsocket.c's rdma_conn_param: retry 7, RNR retry 7 (the defaults).
+	return &rdmacm.EndpointOptions{Backend: c.backend, RetryCount: 7, RNRRetryCount: 7}
+}
 
 func dial(ctx context.Context, address string, opts *Options) (*Conn, error) {
-	return nil, errTODO
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
+	var r *resources
+	ep, err := rdmacm.DialQPData(ctx, address, cfg.endpointOptions(), func(pd *uverbs.PD, _ []byte) (*uverbs.QP, []byte, error) {
+		if r != nil { // an earlier address of the host failed
+			r.close()
+		}
+		var err error
+		if r, err = newResources(pd, cfg); err != nil {
+			return nil, nil, err
+		}
+		return r.q, r.data[:], nil
+	})
+	if err != nil {
+		if r != nil {
+			r.close()
+		}
+		return nil, &net.OpError{Op: "dial", Net: "rdma", Err: err}
+	}
+	// rs_do_connect: a REP whose version is not 1 fails the connect.
+	peer, err := parseConnData(ep.PrivateData())
+	if err != nil {
+		ep.Close()
+		r.close()
+		return nil, &net.OpError{Op: "dial", Net: "rdma", Err: err}
+	}
+	return newConn(ep, r, peer)
 }
-func listen(address string, opts *Options) (*Listener, error) { return nil, errTODO }
 
-// AcceptConn waits for a connection until ctx ends or the Listener closes.
-func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) { return nil, errTODO }
+func newConn(ep *rdmacm.Endpoint, r *resources, peer connDataView) (*Conn, error) {
+	c := &Conn{ep: ep, r: r, rwake: make(chan struct{}, 1), wwake: make(chan struct{}, 1), closed: make(chan struct{})}
+	c.rdl.init()
+	c.wdl.init()
+	c.k = newCore(r.cc, peer, r.tbuf.Bytes())
+	c.local = net.TCPAddrFromAddrPort(ep.LocalAddr())
+	c.remote = net.TCPAddrFromAddrPort(ep.RemoteAddr())
+	c.rwrs = make([]uverbs.RecvWR, r.cfg.rqSize)
+	for i := range c.rwrs {
+		c.rwrs[i].ID = recvWRID
+	}
+	// The receives are zero-length: data arrives by RDMA WRITE, the
+	// receive only carries the immediate (rs_post_recv).
+	if err := r.q.PostRecv(c.rwrs); err != nil {
+		ep.Close()
+		r.close()
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	c.done.Add(2)
+	go c.drive(ctx)
+	go c.watch()
+	if r.cfg.keepAlive > 0 {
+		c.kaTime = time.Duration(r.cfg.keepAlive)
+		c.ka = time.AfterFunc(c.kaTime, c.keepalive)
+	}
+	return c, nil
+}
 
-// Addr returns the listening address as a *net.TCPAddr.
-func (l *Listener) Addr() net.Addr { return nil }
+// pollLocked polls the CQ until it is empty, feeding the core, then
+// posts the receives it consumed and the credits it owes (rs_process_cq's
+// rs_update_credits / rs_poll_cq / rs_update_credits).
+func (c *Conn) pollLocked() (int, error) {
+	total := 0
+	for {
+		n, err := c.r.cq.Poll(c.wcs[:])
+		if err != nil {
+			c.k.fail(err)
+			return total, err
+		}
+		for i := range c.wcs[:n] {
+			wc := &c.wcs[i]
+			if wc.ID&recvWRID != 0 {
+				switch {
+				case wc.Status != uverbs.WCSuccess:
+					// Flushed or failed receives end nothing by themselves
+					// (rsocket.c); the CM's disconnect or a send error does.
+				case wc.Flags&uverbs.WCWithImm == 0:
+					c.k.fail(fmt.Errorf("%w: a message without immediate data", ErrProtocol))
+				default:
+					c.k.onRecv(wc.Imm)
+				}
+				continue
+			}
+			c.k.onSend(wc.ID, wc.Status == uverbs.WCSuccess, wc.Status == uverbs.WCWRFlushErr)
+		}
+		total += n
+		if n < len(c.wcs) {
+			break
+		}
+	}
+	if c.k.connected && c.k.reposts > 0 {
+		if err := c.r.q.PostRecv(c.rwrs[:c.k.reposts]); err != nil {
+			c.k.fail(err)
+		}
+		c.k.reposts = 0
+	}
+	c.creditsLocked()
+	return total, nil
+}
 
-// Close stops listening; blocked Accepts return net.ErrClosed.
-func (l *Listener) Close() error { return errTODO }
+// creditsLocked sends the credits the core owes (rs_update_credits).
+func (c *Conn) creditsLocked() {
+	for c.k.giveCredits() {
+		cr := c.k.sendCredits()
+		wr := &c.swr[0]
+		*wr = uverbs.SendWR{ID: uint64(cr.imm), Opcode: uverbs.OpRDMAWriteWithImm, Imm: cr.imm}
+		if cr.withSGE {
+			wr.RemoteAddr, wr.RKey = cr.remoteAddr, cr.rkey
+			if c.k.inline >= sgeLen {
+				wr.Flags = uverbs.SendInline
+				wr.InlineData = cr.sge[:]
+			} else {
+				off := int(c.r.cfg.sbufSize) + int(cr.ctrlSlot)*sgeLen
+				copy(c.r.sbuf.Bytes()[off:], cr.sge[:])
+				c.sges[0] = c.r.smr.SGE(off, sgeLen)
+				wr.SGEs = c.sges[:1]
+			}
+		}
+		c.postLocked()
+	}
+}
 
-func (c *Conn) Read(b []byte) (int, error)  { return 0, errTODO }
-func (c *Conn) Write(b []byte) (int, error) { return 0, errTODO }
-func (c *Conn) Close() error                { return errTODO }
+func (c *Conn) postLocked() {
+	if err := c.r.q.PostSend(c.swr[:]); err != nil && c.k.connected {
+		c.k.fail(err)
+	}
+	c.swr[0] = uverbs.SendWR{}
+}
 
-// CloseWrite half-closes: the peer reads io.EOF (rshutdown(SHUT_WR)).
-func (c *Conn) CloseWrite() error                  { return errTODO }
-func (c *Conn) LocalAddr() net.Addr                { return nil }
-func (c *Conn) RemoteAddr() net.Addr               { return nil }
-func (c *Conn) SetDeadline(t time.Time) error      { return errTODO }
-func (c *Conn) SetReadDeadline(t time.Time) error  { return errTODO }
-func (c *Conn) SetWriteDeadline(t time.Time) error { return errTODO }
+// wake tells a blocked Read and a blocked Write to look again.
+func (c *Conn) wake() {
+	select {
+	case c.rwake <- struct{}{}:
+	default:
+	}
+	select {
+	case c.wwake <- struct{}{}:
+	default:
+	}
+}
+
+// drive is the connection's one waiting goroutine: poll, arm, poll again,
+// then wait on the completion channel (in the netpoller), and wake the
+// Read and Write that wait for what it found.
+func (c *Conn) drive(ctx context.Context) {
+	defer c.done.Done()
+	for {
+		c.mu.Lock()
+		n, err := c.pollLocked()
+		if err != nil {
+			c.mu.Unlock()
+			c.wake()
+			return
+		}
+		if n > 0 {
+			c.mu.Unlock()
+			c.wake()
+			continue
+		}
+		if !c.armed {
+			err := c.r.cq.RequestNotify(false)
+			c.armed = err == nil
+			c.mu.Unlock()
+			if err != nil {
+				c.mu.Lock()
+				c.k.fail(err)
+				c.mu.Unlock()
+				c.wake()
+				return
+			}
+			continue // poll again: a completion may have come before the arm
+		}
+		c.mu.Unlock()
+		_, err = c.r.ch.Wait(ctx)
+		c.mu.Lock()
+		c.armed = false
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.mu.Lock()
+			c.k.fail(err)
+			c.mu.Unlock()
+			c.wake()
+			return
+		}
+	}
+}
+
+// watch ends the connection when the CM says so: the peer's DREQ is an
+// orderly end (reads drain, then io.EOF), anything else an error.
+func (c *Conn) watch() {
+	defer c.done.Done()
+	select {
+	case <-c.ep.Done():
+	case <-c.closed:
+		return
+	}
+	c.mu.Lock()
+	err := c.ep.Err()
+	if errors.Is(err, io.EOF) {
+		c.gone = io.EOF
+		c.k.disconnected()
+	} else if c.k.connected {
+		c.gone = err
+		c.k.fail(fmt.Errorf("rsocket: %w", err))
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+// keepalive is rsocket.c's tcp_svc_send_keepalive: a zero-length RDMA
+// WRITE the peer never sees; a dead peer fails its completion after the
+// QP's retries, which ends the connection.
+func (c *Conn) keepalive() {
+	c.mu.Lock()
+	if c.k.connected && c.k.ctrlAvail() {
+		imm := c.k.ctrl(ctrlKeepalive)
+		c.swr[0] = uverbs.SendWR{ID: uint64(imm), Opcode: uverbs.OpRDMAWrite}
+		c.postLocked()
+	}
+	live := c.k.connected
+	c.mu.Unlock()
+	select {
+	case <-c.closed:
+	default:
+		if live {
+			c.ka.Reset(c.kaTime)
+		}
+	}
+}
+
+// Read reads data the peer wrote; io.EOF after the peer's shutdown or
+// close once the data before it is read.
+func (c *Conn) Read(b []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	for {
+		select {
+		case <-c.closed:
+			return 0, c.opErr("read", net.ErrClosed)
+		default:
+		}
+		c.mu.Lock()
+		c.pollLocked()
+		if c.k.haveData() {
+			if len(b) == 0 {
+				c.mu.Unlock()
+				return 0, nil
+			}
+			n := c.k.consume(b, c.r.rbuf.Bytes())
+			c.creditsLocked()
+			c.mu.Unlock()
+			return n, nil
+		}
+		err := c.k.err
+		readable := c.k.readable
+		c.mu.Unlock()
+		if err != nil {
+			return 0, c.opErr("read", err)
+		}
+		if !readable {
+			return 0, io.EOF
+		}
+		if len(b) == 0 {
+			return 0, nil
+		}
+		select {
+		case <-c.rwake:
+		case <-c.rdl.wait():
+			return 0, c.opErr("read", os.ErrDeadlineExceeded)
+		case <-c.closed:
+			return 0, c.opErr("read", net.ErrClosed)
+		}
+	}
+}
+
+// Write writes b in chunks growing from 2 KiB to 64 KiB, each an RDMA
+// WRITE WITH IMMEDIATE into the peer's receive buffer (rsend); it blocks
+// while the peer grants no room.
+func (c *Conn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	olen := uint32(olapStartSize)
+	sent := 0
+	for sent < len(b) {
+		select {
+		case <-c.closed:
+			return sent, c.opErr("write", net.ErrClosed)
+		default:
+		}
+		c.mu.Lock()
+		if !c.k.canSend() {
+			c.pollLocked()
+		}
+		if err := c.k.err; err != nil {
+			c.mu.Unlock()
+			return sent, c.opErr("write", err)
+		}
+		if !c.k.writable {
+			c.mu.Unlock()
+			return sent, c.opErr("write", errConnReset)
+		}
+		if !c.k.canSend() {
+			c.mu.Unlock()
+			select {
+			case <-c.wwake:
+			case <-c.wdl.wait():
+				return sent, c.opErr("write", os.ErrDeadlineExceeded)
+			case <-c.closed:
+				return sent, c.opErr("write", net.ErrClosed)
+			}
+			continue
+		}
+		w, err := c.k.nextWrite(len(b)-sent, &olen)
+		if err != nil {
+			c.mu.Unlock()
+			return sent, c.opErr("write", err)
+		}
+		chunk := b[sent : sent+int(w.n)]
+		wr := &c.swr[0]
+		*wr = uverbs.SendWR{ID: uint64(w.imm), Opcode: uverbs.OpRDMAWriteWithImm, Imm: w.imm, RemoteAddr: w.remoteAddr, RKey: w.rkey}
+		if w.inline {
+			wr.Flags, wr.InlineData = uverbs.SendInline, chunk
+		} else {
+			sb := c.r.sbuf.Bytes()
+			k := copy(sb[w.seg[0].off:w.seg[0].off+w.seg[0].len], chunk)
+			c.sges[0] = c.r.smr.SGE(int(w.seg[0].off), int(w.seg[0].len))
+			if w.nseg == 2 {
+				copy(sb[:w.seg[1].len], chunk[k:])
+				c.sges[1] = c.r.smr.SGE(0, int(w.seg[1].len))
+			}
+			wr.SGEs = c.sges[:w.nseg]
+		}
+		c.postLocked()
+		err = c.k.err
+		c.mu.Unlock()
+		if err != nil {
+			return sent, c.opErr("write", err)
+		}
+		sent += int(w.n)
+	}
+	return sent, nil
+}
+
+// shutdown is rshutdown: a control message (SHUTDOWN for a half-close,
+// DISCONNECT for the end), then wait for the sends to complete.
+func (c *Conn) shutdown(ctx context.Context, write bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.k.connected {
+		return nil
+	}
+	ctrl := uint32(ctrlDisconnect)
+	if write {
+		c.k.writable = false
+		if c.k.readable {
+			ctrl = ctrlShutdown
+		}
+	} else {
+		c.k.readable, c.k.writable = false, false
+	}
+	c.wake() // a blocked Write sees it cannot write any more
+	if err := c.waitLocked(ctx, c.k.ctrlAvail); err != nil {
+		return err
+	}
+	if c.k.connected {
+		imm := c.k.ctrl(ctrl)
+		c.swr[0] = uverbs.SendWR{ID: uint64(imm), Opcode: uverbs.OpRDMAWriteWithImm, Imm: imm}
+		c.postLocked()
+	}
+	return c.waitLocked(ctx, c.k.allSendsDone)
+}
+
+// waitLocked polls until test holds, the connection ends or ctx ends,
+// with c.mu held (released while it sleeps).
+func (c *Conn) waitLocked(ctx context.Context, test func() bool) error {
+	for {
+		c.pollLocked()
+		if test() || !c.k.connected {
+			return nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			c.mu.Lock()
+			return ctx.Err()
+		}
+		c.mu.Lock()
+	}
+}
+
+// CloseWrite half-closes: the peer reads io.EOF, this side may still
+// read (rshutdown(SHUT_WR), CTRL(SHUTDOWN)).
+func (c *Conn) CloseWrite() error {
+	select {
+	case <-c.closed:
+		return c.opErr("close", net.ErrClosed)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.shutdown(ctx, true); err != nil {
+		return c.opErr("close", err)
+	}
+	return nil
+}
+
+// Close sends DISCONNECT, waits (at most a few seconds) for the sends to
+// complete, disconnects and releases everything; blocked Reads and Writes
+// return net.ErrClosed.
+func (c *Conn) Close() error {
+	err := c.opErr("close", net.ErrClosed)
+	c.once.Do(func() {
+		if c.ka != nil {
+			c.ka.Stop()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c.shutdown(ctx, false)
+		cancel()
+		close(c.closed)
+		c.stop()
+		c.rdl.close()
+		c.wdl.close()
+		err = c.ep.Close()
+		c.done.Wait()
+		// Every user of the resources holds rmu, wmu or mu.
+		c.rmu.Lock()
+		c.wmu.Lock()
+		c.mu.Lock()
+		c.r.close()
+		c.k.fail(net.ErrClosed)
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		c.rmu.Unlock()
+	})
+	return err
+}
+
+func (c *Conn) opErr(op string, err error) error {
+	if err == io.EOF {
+		return err
+	}
+	return &net.OpError{Op: op, Net: "rdma", Source: c.local, Addr: c.remote, Err: err}
+}
+
+// LocalAddr is the CM ID's address and port.
+func (c *Conn) LocalAddr() net.Addr { return c.local }
+
+// RemoteAddr is the peer's address and port.
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+// SetDeadline sets the read and write deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.rdl.set(t)
+	c.wdl.set(t)
+	return nil
+}
+
+// SetReadDeadline bounds Read: past t it returns os.ErrDeadlineExceeded.
+func (c *Conn) SetReadDeadline(t time.Time) error { c.rdl.set(t); return nil }
+
+// SetWriteDeadline bounds Write likewise.
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.wdl.set(t); return nil }

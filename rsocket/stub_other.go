@@ -24,6 +24,9 @@ func dial(ctx context.Context, address string, opts *Options) (*Conn, error) {
 }
 func listen(address string, opts *Options) (*Listener, error) { return nil, errNotSupported }
 
+// Accept returns ErrNotSupported off Linux.
+func (l *Listener) Accept() (net.Conn, error) { return nil, errNotSupported }
+
 // AcceptConn returns ErrNotSupported off Linux.
 func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) { return nil, errNotSupported }
 
