@@ -193,7 +193,11 @@ func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPDa
 	if err := ep.applyECE(ep.remote); err != nil {
 		return nil, err
 	}
-	if err := ep.modify(qp.RTR, qp.RTS); err != nil {
+	// INIT again first, with the CM's attributes now that it has the REP:
+	// before the connect the kernel CM gives an RC QP no remote access
+	// (cma_ib_init_qp_attr), after it ib_cm's REMOTE_WRITE (and READ with
+	// responder resources); librdmacm's ucma_modify_qp_rtr does the same.
+	if err := ep.modify(qp.Init, qp.RTR, qp.RTS); err != nil {
 		id.Reject(nil)
 		return nil, err
 	}
