@@ -57,7 +57,11 @@ type ID struct {
 	lastConn ConnParam
 	lastUD   UDParam
 	qp       *QP
-	closed   atomic.Bool
+	// devGUID is the node GUID of the ID's device once its address is
+	// resolved (hasDev), learned at EventAddrResolved.
+	devGUID rdma.GUID
+	hasDev  bool
+	closed  atomic.Bool
 	// life is cancelled when the ID is destroyed (Destroy, Channel.Close):
 	// it interrupts synchronous calls waiting for their event. Made on
 	// first wait.
@@ -645,6 +649,14 @@ func (id *ID) onEvent(ev *Event) bool {
 			id.lastUD = ev.UD
 		} else {
 			id.lastConn = ev.Conn
+		}
+	}
+	if ev.Type == EventAddrResolved {
+		// librdmacm learns the ID's device here (ucma_process_addr_resolved
+		// → ucma_query_addr), not in rdma_create_qp: one QUERY per ID,
+		// in the same step as cmtime pays it.
+		if ai, err := id.ch.b.queryAddr(id.handle); err == nil && ai.HasDevice {
+			id.devGUID, id.hasDev = ai.NodeGUID, true
 		}
 	}
 	if ev.Type == EventConnectResponse && id.qp != nil && id.st.state == StateConnectSent {

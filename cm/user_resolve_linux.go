@@ -3,28 +3,29 @@
 package cm
 
 import (
-	"net"
 	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
+	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Address and route resolution for the user backend, as the rdma_cm does
 // it for RoCE (rdma_resolve_ip, cma_resolve_iboe_route), and QUERY.
 
-// sourceFor asks the routing table which local address reaches dst: a
-// connected UDP socket sends nothing and reports the route's source.
+// sourceFor asks the routing table which local address reaches dst, from
+// a UDP socket connected to dst (abi.RouteSource: four raw syscalls and no
+// netpoller, where net.DialUDP made eight with its options, the peer-name
+// query and the poller's epoll_ctl ADD and DEL).
 func sourceFor(dst netip.Addr) (netip.Addr, error) {
-	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, 4791)))
+	src, err := abi.RouteSource(dst.As4())
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+	return netip.AddrFrom4(src), nil
 }
 
 func (u *user) resolveAddr(h uint32, src, dst netip.AddrPort, _ time.Duration) error {

@@ -82,6 +82,12 @@ func (d *deviceCache) close() error {
 // device returns the opened device of the ID (its address must be bound
 // or resolved).
 func (id *ID) device() (*verbsDevice, error) {
+	id.mu.Lock()
+	guid, known := id.devGUID, id.hasDev && !id.closed.Load()
+	id.mu.Unlock()
+	if known {
+		return id.ch.devices.get(guid)
+	}
 	ai, err := id.Query() // under the ID's lock; ErrClosed once destroyed
 	if err != nil {
 		return nil, err

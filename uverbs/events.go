@@ -19,9 +19,20 @@ import (
 // until epoll reports the fd readable. Readiness is edge-triggered, so
 // readers drain until EAGAIN (readAll) instead of trusting one read per
 // wake-up.
+//
+// The fd joins the netpoller on the first wait, not at creation: making
+// it non-blocking and registering it costs four syscalls (two fcntl in
+// SetNonblock, os.NewFile's F_GETFL, epoll_ctl ADD) and one more on close
+// (epoll_ctl DEL). librdmacm's rdma_create_qp makes two completion
+// channels per QP that most programs never read (cmtime among them);
+// ibv_create_comp_channel makes no syscall beyond the command.
 type eventFile struct {
-	f  *os.File
-	rc syscall.RawConn
+	name string
+
+	reg sync.Mutex // guards raw, f and rc
+	raw int        // the fd until it joins the netpoller, -1 after
+	f   *os.File
+	rc  syscall.RawConn
 
 	closed atomic.Bool
 	mu     sync.Mutex // serialises deadline changes
@@ -29,22 +40,42 @@ type eventFile struct {
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
+	if fd < 0 {
+		return nil, unix.EBADF
+	}
+	return &eventFile{name: name, raw: fd}, nil
+}
+
+// poller registers the fd with the netpoller once and returns its RawConn.
+func (e *eventFile) poller() (syscall.RawConn, error) {
+	e.reg.Lock()
+	defer e.reg.Unlock()
+	if e.rc != nil {
+		return e.rc, nil
+	}
+	if e.raw < 0 {
+		return nil, os.ErrClosed
+	}
+	if err := unix.SetNonblock(e.raw, true); err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), name)
+	f := os.NewFile(uintptr(e.raw), e.name)
 	rc, err := f.SyscallConn()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	return &eventFile{f: f, rc: rc}, nil
+	e.raw, e.f, e.rc = -1, f, rc
+	return rc, nil
 }
 
 // fd is the descriptor number, for ioctl FD attributes and create
 // commands; valid while the file is open.
 func (e *eventFile) fd() int32 {
+	e.reg.Lock()
+	defer e.reg.Unlock()
+	if e.rc == nil {
+		return int32(e.raw)
+	}
 	var n int32 = -1
 	e.rc.Control(func(fd uintptr) { n = int32(fd) })
 	return n
@@ -52,13 +83,27 @@ func (e *eventFile) fd() int32 {
 
 func (e *eventFile) close() error {
 	e.closed.Store(true)
-	return e.f.Close()
+	e.reg.Lock()
+	defer e.reg.Unlock()
+	if e.f != nil {
+		return e.f.Close()
+	}
+	if e.raw < 0 {
+		return os.ErrClosed
+	}
+	fd := e.raw
+	e.raw = -1
+	return unix.Close(fd)
 }
 
 // tryRead reads one event without blocking; ok is false on EAGAIN.
 func (e *eventFile) tryRead(buf []byte) (n int, ok bool, err error) {
+	rc, err := e.poller()
+	if err != nil {
+		return 0, false, e.closedErr(err)
+	}
 	var rerr error
-	cerr := e.rc.Control(func(fd uintptr) { n, rerr = abi.ReadShort(int(fd), buf) })
+	cerr := rc.Control(func(fd uintptr) { n, rerr = abi.ReadShort(int(fd), buf) })
 	if cerr != nil {
 		return 0, false, e.closedErr(cerr)
 	}
@@ -77,6 +122,10 @@ func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	rc, err := e.poller()
+	if err != nil {
+		return 0, e.closedErr(err)
+	}
 	e.mu.Lock()
 	e.gen++
 	gen := e.gen
@@ -90,7 +139,7 @@ func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
 	})
 	var n int
 	var rerr error
-	err := e.rc.Read(func(fd uintptr) bool {
+	err = rc.Read(func(fd uintptr) bool {
 		n, rerr = abi.ReadShort(int(fd), buf)
 		return rerr != unix.EAGAIN
 	})

@@ -36,6 +36,7 @@ type config struct {
 	cpuprofile      string
 	pcap            string // -pcap FILE: the user backend's MADs, RoCEv2-framed
 	umadSends       bool   // -umad-sends: the user backend sends through umad
+	cmtimeOwnCQs    bool   // -cmtime-own-cqs: every QP makes its own CQs (cmtime shares the first QP's)
 }
 
 const usageText = `usage:
@@ -61,6 +62,7 @@ const usageText = `usage:
 	-pcap FILE	write the CM MADs the user backend sends and receives (RoCEv2 framing)
 	-umad-sends	user backend: send MADs through umad, not from a UD QP (slower; for comparison)
 	-cmtime N	client: time N connections as cmtime does; server: serve them
+	-cmtime-own-cqs	with -cmtime: two CQs per QP (cmtime's QPs share the first one's)
 	-t seconds	timeout of each step (default 30)
 	-cpuprofile FILE	write a CPU profile (for tuning)`
 
@@ -68,7 +70,7 @@ const usageText = `usage:
 // of short options.
 var longFlags = map[string]bool{
 	"ece": true, "reject-ece": true, "connect-only": true, "disconnect-first": true, "backend": true, "cmtime": true, "help": true,
-	"cpuprofile": true, "pcap": true, "umad-sends": true,
+	"cpuprofile": true, "pcap": true, "umad-sends": true, "cmtime-own-cqs": true,
 }
 
 func parseArgs(args []string) (*config, error) {
@@ -194,6 +196,8 @@ func (c *config) setLong(name, v string) error {
 		c.pcap = v
 	case "umad-sends":
 		c.umadSends = true
+	case "cmtime-own-cqs":
+		c.cmtimeOwnCQs = true
 	case "connect-only":
 		c.connectOnly = true
 	case "disconnect-first":

@@ -8,28 +8,32 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 )
 
-// BenchmarkCmtimeVM compares connection setup of librdmacm and package cm
-// against the same cmtime server in the vmtest guests: cmtime's C client
-// and `rdmacm-ping -cmtime N` run alternately (A B A B ...) in guest a
-// against `cmtime -b` in guest b. It reports the median "connect" step
-// (wall time for N pipelined connections) of each and their ratio, after
-// one uncounted warm-up round.
+// BenchmarkCmtimeVM compares connection setup and teardown of librdmacm
+// and package cm (kernel backend) against the same cmtime server in the
+// vmtest guests: cmtime's C client and `rdmacm-ping -cmtime N` run
+// alternately (A B, B A, ...) in guest a against `cmtime -b` in guest b,
+// each after the settle pause, the Go binary from guest a's tmpfs. It
+// reports every cmtime step (wall time for N connections): each client's
+// median and the median of the per-round Go/C ratios with a 95% bootstrap
+// interval, after one uncounted warm-up round.
 //
-//	VMTEST=1 go test -run '^$' -bench CmtimeVM -benchtime 1x ./cmd/rdmacm-ping/
+//	BENCH_ROUNDS=20 VMTEST=1 go test -run '^$' -bench 'CmtimeVM$' -benchtime 1x -timeout 60m ./cmd/rdmacm-ping/
 //
 // BENCH_CONNS (default 200) and BENCH_ROUNDS (default 3) tune it;
+// BENCH_CSV=FILE appends every client's table, one row per step;
 // BENCH_CPUPROFILE=NAME writes the Go client's CPU profile of the last
 // round to the share's out/NAME.
 func BenchmarkCmtimeVM(b *testing.B) {
 	p := pair(b)
 	conns, rounds := envInt("BENCH_CONNS", 200), envInt("BENCH_ROUNDS", 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds+1)*time.Minute+10*time.Minute)
 	defer cancel()
 	srv, err := p.B.Start(ctx, "cmtime -b "+p.B.Addr)
 	if err != nil {
@@ -44,44 +48,136 @@ func BenchmarkCmtimeVM(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var cMS, goMS []float64
+	rec := newStepRecorder("CmtimeVM")
+	orders := []string{"ck", "kc"}
 	for i := 0; i < b.N; i++ {
 		for r := -1; r < rounds; r++ { // round 0 warms both up and is not counted
-			for _, who := range []string{"cmtime", "rdmacm-ping"} {
+			order := orders[(r+1)%len(orders)]
+			got := map[string]map[string]float64{}
+			for _, who := range order {
 				cmd := settle + fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns)
-				if who == "rdmacm-ping" {
+				if who == 'k' {
 					cmd = settle + fmt.Sprintf("%s -c -a %s -cmtime %d", local, p.B.Addr, conns)
 					if profile != "" && r == rounds-1 {
 						cmd += " -cpuprofile /host/out/" + profile
 					}
 				}
 				res, err := p.A.Run(ctx, cmd)
-				if err != nil {
+				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("%s: %v\n%s%s", cmd, err, res.Stdout, res.Stderr)
 				}
-				ms, ok := cmtimeTable(res.Stdout)["connect"]
-				if !ok {
-					b.Fatalf("%s: no connect row:\n%s", cmd, res.Stdout)
-				}
-				b.Logf("round %d %s: connect %.2f ms for %d connections\n%s", r+1, who, ms, conns, res.Stdout)
-				// go test truncates benchmark logs: the figures also go to stderr.
-				fmt.Fprintf(os.Stderr, "bench-vm: round %d %s (kernel CM): connect %.2f ms for %d connections\n", r+1, who, ms, conns)
-				if r < 0 {
-					continue
-				}
-				if who == "cmtime" {
-					cMS = append(cMS, ms)
-				} else {
-					goMS = append(goMS, ms)
-				}
+				got[string(who)] = checkedTable(b, cmd, res.Stdout)
 			}
+			rec.round(b, r, order, got)
 		}
 	}
-	c, g := median(cMS), median(goMS)
-	b.ReportMetric(c, "librdmacm-connect-ms")
-	b.ReportMetric(g, "go-connect-ms")
-	b.ReportMetric(g/c, "go/librdmacm")
-	b.Logf("connect, %d connections: librdmacm %v ms, Go %v ms; median ratio Go/librdmacm %.2f", conns, cMS, goMS, g/c)
+	rec.report(b, conns, "k/c")
+}
+
+// cmtimeSteps are the steps of cmtime's table that both clients time
+// (no bind: neither benchmark passes -b).
+var cmtimeSteps = []string{"create id", "resolve addr", "resolve route", "create qp", "connect", "disconnect", "destroy"}
+
+// checkedTable parses a client's table and fails unless every step is in it.
+func checkedTable(b *testing.B, cmd, out string) map[string]float64 {
+	b.Helper()
+	tbl := cmtimeTable(out)
+	for _, s := range cmtimeSteps {
+		if _, ok := tbl[s]; !ok {
+			b.Fatalf("%s: no %q row:\n%s", cmd, s, out)
+		}
+	}
+	return tbl
+}
+
+// clientNames name the clients of both benchmarks in reports.
+var clientNames = map[string]string{"c": "librdmacm", "k": "go-kernel", "e": "engine", "u": "engine-umad-sends"}
+
+// stepRecorder keeps every counted round's tables, per client and step.
+type stepRecorder struct {
+	bench string
+	ms    map[string]map[string][]float64 // client → step → ms per round
+	csv   *os.File
+}
+
+func newStepRecorder(bench string) *stepRecorder {
+	s := &stepRecorder{bench: bench, ms: map[string]map[string][]float64{}}
+	if name := os.Getenv("BENCH_CSV"); name != "" {
+		f, err := os.OpenFile(name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			s.csv = f
+		}
+	}
+	return s
+}
+
+// round records one round (r < 0: the warm-up, printed, not counted).
+func (s *stepRecorder) round(b *testing.B, r int, order string, got map[string]map[string]float64) {
+	b.Helper()
+	stamp := time.Now().UTC().Format(time.RFC3339)
+	for _, who := range order {
+		w := string(who)
+		line := fmt.Sprintf("bench-vm: round %d (%s) %s:", r+1, order, clientNames[w])
+		for _, st := range cmtimeSteps {
+			line += fmt.Sprintf(" %s %.2f,", st, got[w][st])
+			if r >= 0 && s.csv != nil {
+				fmt.Fprintf(s.csv, "%s,%s,%d,%s,%s,%s,%.3f\n", stamp, s.bench, r+1, order, clientNames[w], st, got[w][st])
+			}
+		}
+		// go test truncates benchmark logs: the figures go to stderr.
+		fmt.Fprintln(os.Stderr, line[:len(line)-1], "ms")
+		if r < 0 {
+			continue
+		}
+		if s.ms[w] == nil {
+			s.ms[w] = map[string][]float64{}
+		}
+		for _, st := range cmtimeSteps {
+			s.ms[w][st] = append(s.ms[w][st], got[w][st])
+		}
+	}
+}
+
+// report prints, per step, each client's median and each ratio's median
+// per-round value with its interval, and reports them as metrics. A ratio
+// "x/y" names two clients.
+func (s *stepRecorder) report(b *testing.B, conns int, ratios ...string) {
+	if s.csv != nil {
+		s.csv.Close()
+	}
+	for _, st := range cmtimeSteps {
+		line := fmt.Sprintf("bench-vm: %s, %d connections, medians:", st, conns)
+		for _, w := range []string{"c", "k", "e", "u"} {
+			if v := s.ms[w][st]; len(v) > 0 {
+				line += fmt.Sprintf(" %s %.2f ms,", clientNames[w], median(v))
+				b.ReportMetric(median(v), clientNames[w]+"-"+metricName(st)+"-ms")
+			}
+		}
+		fmt.Fprintln(os.Stderr, line[:len(line)-1])
+		for _, q := range ratios {
+			x, y := s.ms[q[:1]][st], s.ms[q[2:]][st]
+			if len(x) == 0 || len(x) != len(y) {
+				continue
+			}
+			per := make([]float64, len(x))
+			faster := 0
+			for i := range x {
+				per[i] = x[i] / y[i]
+				if per[i] < 1 {
+					faster++
+				}
+			}
+			lo, hi := medianCI(per)
+			name := clientNames[q[:1]] + "/" + clientNames[q[2:]]
+			b.ReportMetric(median(per), metricName(st)+"-"+name)
+			fmt.Fprintf(os.Stderr, "bench-vm: %s: %s per round: median %.3f, 95%% interval %.3f-%.3f, below 1 in %d of %d rounds\n",
+				st, name, median(per), lo, hi, faster, len(per))
+		}
+	}
+}
+
+func metricName(step string) string {
+	return strings.ReplaceAll(step, " ", "-")
 }
 
 // settle starts every client run, so that no run overlaps the end of the
@@ -140,9 +236,9 @@ func median(v []float64) float64 {
 // ±25% from run to run, so the design is paired and balanced: each round
 // runs every client once, the order rotates through four sequences so
 // that every client runs first, in the middle and last equally often, and
-// each client starts after the settle pause. It reports the median
-// connect step of each client, the median of the per-round ratios with a
-// 95% bootstrap interval, and in how many rounds the engine was faster.
+// each client starts after the settle pause. For every cmtime step it
+// reports each client's median, the median of the per-round ratios with a
+// 95% bootstrap interval, and in how many rounds the first was faster.
 // BENCH_UMAD_SENDS=1 adds the engine with -umad-sends (MADs sent through
 // umad instead of the UD QP), right after the engine.
 //
@@ -167,7 +263,10 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("%s: %v\n%+v", cmd, err, res)
 		}
-		return cmtimeTable(res.Stdout)
+		if strings.Contains(cmd, "-c ") {
+			return checkedTable(b, cmd, res.Stdout)
+		}
+		return nil
 	}
 	clients := map[string]string{
 		"c": fmt.Sprintf("cmtime -s %s -c %d", p.B.Addr, conns),
@@ -178,11 +277,12 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 	// The kernel CM's two clients run together (between load and unload).
 	orders := []string{"cke", "eck", "kce", "ekc"}
 	loaded := false
-	ms := map[string][]float64{}
+	rec := newStepRecorder("CmtimeUserVM")
 	for i := 0; i < b.N; i++ {
 		for r := -1; r < rounds; r++ { // round 0 warms up and is not counted
-			got := map[string]float64{}
-			for _, who := range orders[(r+1)%len(orders)] {
+			order := orders[(r+1)%len(orders)]
+			got := map[string]map[string]float64{}
+			for _, who := range order {
 				w := string(who)
 				switch kernel := w != "e"; {
 				case kernel && !loaded:
@@ -191,51 +291,21 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 					run(unload)
 				}
 				loaded = w != "e"
-				got[w] = run(settle + clients[w])["connect"]
+				got[w] = run(settle + clients[w])
 				if w == "e" && umadSends {
-					got["u"] = run(settle + clients["u"])["connect"]
+					got["u"] = run(settle + clients["u"])
 				}
 			}
-			fmt.Fprintf(os.Stderr, "bench-vm: round %d (%s) connect: librdmacm %.2f ms, rdmacm-ping kernel %.2f ms, rdmacm-ping engine %.2f ms, engine with umad sends %.2f ms\n",
-				r+1, orders[(r+1)%len(orders)], got["c"], got["k"], got["e"], got["u"])
-			if r < 0 {
-				continue
-			}
-			for w, v := range got {
-				ms[w] = append(ms[w], v)
-			}
-			ms["e/c"] = append(ms["e/c"], got["e"]/got["c"])
-			ms["e/k"] = append(ms["e/k"], got["e"]/got["k"])
-			ms["k/c"] = append(ms["k/c"], got["k"]/got["c"])
 			if umadSends {
-				ms["e/u"] = append(ms["e/u"], got["e"]/got["u"])
+				order = strings.Replace(order, "e", "eu", 1)
 			}
+			rec.round(b, r, order, got)
 		}
 	}
 	if loaded {
 		run(unload)
 	}
-	b.ReportMetric(median(ms["c"]), "librdmacm-connect-ms")
-	b.ReportMetric(median(ms["k"]), "go-kernel-connect-ms")
-	b.ReportMetric(median(ms["e"]), "engine-connect-ms")
-	for _, q := range []string{"e/c", "e/k", "k/c", "e/u"} {
-		if len(ms[q]) == 0 {
-			continue
-		}
-		lo, hi := medianCI(ms[q])
-		faster := 0
-		for _, v := range ms[q] {
-			if v < 1 {
-				faster++
-			}
-		}
-		name := map[string]string{"e/c": "engine/librdmacm", "e/k": "engine/go-kernel", "k/c": "go-kernel/librdmacm", "e/u": "engine/engine-umad-sends"}[q]
-		b.ReportMetric(median(ms[q]), name)
-		fmt.Fprintf(os.Stderr, "bench-vm: %s per round: median %.3f, 95%% interval %.3f-%.3f, below 1 in %d of %d rounds\n", name, median(ms[q]), lo, hi, faster, len(ms[q]))
-	}
-	if umadSends {
-		b.ReportMetric(median(ms["u"]), "engine-umad-sends-connect-ms")
-	}
+	rec.report(b, conns, "e/c", "k/c", "e/k", "e/u")
 }
 
 // medianCI is a 95% percentile-bootstrap interval for the median of v

@@ -42,9 +42,10 @@ var stepNames = [numSteps]string{
 }
 
 type cmNode struct {
-	id    *cm.ID
-	times [numSteps][2]time.Time
-	err   bool
+	id      *cm.ID
+	times   [numSteps][2]time.Time
+	err     bool
+	ownsCQs bool // its QP made the CQs every QP uses (cmtime's first ID)
 }
 
 // curStep is the step under way, for profile labels.
@@ -198,7 +199,14 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	runStep = func(t *cmTimer, s cmStep, label string, issue func(node *cmNode) error) error {
 		fmt.Println(label)
 		started := 0
-		cpu0, cpuOK := readCPUTicks()
+		// The CPU figures (-d) read /proc: a few syscalls, outside the
+		// timed step, skipped without -d so that syscall counts of the
+		// run are the steps' own.
+		var cpu0 cpuTicks
+		cpuOK := false
+		if a.cfg.debug {
+			cpu0, cpuOK = readCPUTicks()
+		}
 		t.steps[s][0] = time.Now()
 		for i := range t.nodes {
 			node := &t.nodes[i]
@@ -217,7 +225,10 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		defer cancel()
 		err := t.waitAll(wctx, s, started)
 		t.steps[s][1] = time.Now()
-		if cpu1, ok := readCPUTicks(); ok && cpuOK {
+		if !cpuOK {
+			return err
+		}
+		if cpu1, ok := readCPUTicks(); ok {
 			d := cpu1.sub(cpu0)
 			const tick = 10 // ms per USER_HZ tick
 			a.dbg("%s: machine CPU %d ms user, %d ms system, %d ms irq/softirq, %d ms idle (this process %d ms user, %d ms system, %d reads, %d writes, %d context switches), over %v",
@@ -239,6 +250,16 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 
 	fmt.Println("creating qp")
 	curStep.Store(int32(stepCreateQP))
+	// cmtime passes one static ibv_qp_init_attr to every rdma_create_qp,
+	// and rdma_create_qp copies the attributes it completed back into it
+	// (librdmacm cma.c, rdma_create_qp: memcpy(qp_init_attr, &attr_ex)),
+	// the CQs it made included: the first call makes two completion
+	// channels and two CQs, every later QP uses that first ID's CQs. The
+	// same here: the first QP's CQs go to the others. Their destroy_cq
+	// then fails with EBUSY in cmtime's disconnect step (rdma_destroy_qp
+	// on the first ID), and they live until exit; here the first ID's
+	// CQs are closed after the last QP, outside the timed steps.
+	var shared cm.QPInit
 	t.steps[stepCreateQP][0] = time.Now()
 	for i := range t.nodes {
 		node := &t.nodes[i]
@@ -246,10 +267,20 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 			continue
 		}
 		node.times[stepCreateQP][0] = time.Now()
-		if _, err := node.id.CreateQP(cm.QPInit{Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
+		init := shared
+		init.Cap = qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
+		if a.cfg.cmtimeOwnCQs {
+			init.SendCQ, init.RecvCQ = nil, nil
+		}
+		q, err := node.id.CreateQP(init)
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "failure creating qp: %v\n", err)
 			node.err = true
 			continue
+		}
+		if shared.SendCQ == nil {
+			shared.SendCQ, shared.RecvCQ = q.SendCQ, q.RecvCQ
+			node.ownsCQs = true
 		}
 		node.times[stepCreateQP][1] = time.Now()
 	}
@@ -263,12 +294,23 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	var cqOwner *cmNode
 	if err := run(stepDisconnect, "disconnecting", func(node *cmNode) error {
 		err := node.id.Disconnect(ctx)
+		if node.ownsCQs && !a.cfg.cmtimeOwnCQs {
+			// Its CQs still serve the other QPs: destroy only the QP
+			// now (cmtime's destroy_cq fails with EBUSY here).
+			cqOwner = node
+			node.id.QP().Verbs.Close()
+			return err
+		}
 		node.id.DestroyQP()
 		return err
 	}); err != nil {
 		return err
+	}
+	if cqOwner != nil {
+		cqOwner.id.DestroyQP() // the QP is gone; this closes the shared CQs
 	}
 	stopEvents()
 	<-evDone

@@ -127,3 +127,98 @@ type strErr string
 func (e strErr) Error() string { return string(e) }
 
 func errorf(format string, a ...any) error { return strErr(sprintf(format, a...)) }
+
+// BenchmarkHandshakeEngines is BenchmarkHandshake without the fabric: two
+// engines wired back to back, each Ready's MADs handed straight to the
+// other's Receive and its events answered in place (no links, packet
+// queues, policies, QP bookkeeping or GID lookups). It is the engine's own
+// cost per handshake, both ends, MAD encode and decode included.
+func BenchmarkHandshakeEngines(b *testing.B) {
+	f := New(2, 1) // for the nodes' addresses and paths only
+	na, nb := f.Nodes[0], f.Nodes[1]
+	ea, eb := na.Engine, nb.Engine
+	now := f.Now
+	if _, err := eb.Listen(now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port}); err != nil {
+		b.Fatal(err)
+	}
+	p := na.ConnectParams(nb, port)
+	fromA := engine.Addr{Port: 1, GID: na.GID, QPN: 1, HopLimit: 64}
+	fromB := engine.Addr{Port: 1, GID: nb.GID, QPN: 1, HopLimit: 64}
+	type act struct {
+		typ        engine.EventType
+		id         engine.ID
+		resp, init uint8
+	}
+	var acts []act
+	var failed error
+	check := func(err error) {
+		if err != nil && failed == nil {
+			failed = err
+		}
+	}
+	// drain hands e's MADs to peer and answers e's events.
+	drain := func(e, peer *engine.Engine, from engine.Addr) {
+		r := e.Ready()
+		for i := range r.Messages {
+			peer.Receive(now, from, r.Messages[i].MAD[:])
+		}
+		acts = acts[:0]
+		for i := range r.Events {
+			ev := &r.Events[i]
+			acts = append(acts, act{ev.Type, ev.ID, ev.Conn.ResponderResources, ev.Conn.InitiatorDepth})
+		}
+		e.Advance()
+		for _, a := range acts {
+			switch a.typ {
+			case engine.EventConnectRequest:
+				check(e.Accept(now, a.id, engine.AcceptParams{QPN: 0x22, ResponderResources: a.resp, InitiatorDepth: a.init, RNRRetryCount: 7}))
+			case engine.EventConnectReply:
+				check(e.Establish(now, a.id, nil))
+			case engine.EventDisconnectRequest:
+				check(e.Disconnect(now, a.id, nil))
+			case engine.EventTimewaitExit:
+				check(e.Destroy(now, a.id))
+			}
+		}
+	}
+	pump := func() {
+		for ea.HasReady() || eb.HasReady() {
+			if ea.HasReady() {
+				drain(ea, eb, fromA)
+			}
+			if eb.HasReady() {
+				drain(eb, ea, fromB)
+			}
+		}
+	}
+	b.ReportAllocs()
+	n := 0
+	cpu0 := cpuTime()
+	for b.Loop() {
+		p.QPN = 0x100 + uint32(n)&0xffff // a new QPN per connection, as the REQ's remote QPN table wants
+		id, err := ea.Connect(now, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pump()
+		if st, _ := ea.State(id); st != engine.StateEstablished {
+			b.Fatalf("connection %d in %v", n, st)
+		}
+		check(ea.Disconnect(now, id, nil))
+		pump()
+		n++
+		if n%4096 == 0 {
+			now = now.Add(3 * time.Second)
+			ea.Tick(now)
+			eb.Tick(now)
+			pump()
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "handshakes/s")
+	if cpu := cpuTime() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(n)/cpu.Seconds(), "handshakes/cpu-s")
+	}
+	if failed != nil {
+		b.Fatal(failed)
+	}
+}
