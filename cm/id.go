@@ -654,9 +654,12 @@ func (id *ID) onEvent(ev *Event) bool {
 	if ev.Type == EventAddrResolved {
 		// librdmacm learns the ID's device here (ucma_process_addr_resolved
 		// → ucma_query_addr), not in rdma_create_qp: one QUERY per ID,
-		// in the same step as cmtime pays it.
+		// and the device's first ID opens it (ucma_get_device: context
+		// and PD), in the step where cmtime pays both. An open that
+		// fails here fails again, reported, in CreateQP or Verbs.
 		if ai, err := id.ch.b.queryAddr(id.handle); err == nil && ai.HasDevice {
 			id.devGUID, id.hasDev = ai.NodeGUID, true
+			_, _ = id.ch.devices.get(ai.NodeGUID)
 		}
 	}
 	if ev.Type == EventConnectResponse && id.qp != nil && id.st.state == StateConnectSent {

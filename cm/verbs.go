@@ -22,8 +22,9 @@ type verbsDevice struct {
 }
 
 type deviceCache struct {
-	mu   sync.Mutex
-	devs map[rdma.GUID]*verbsDevice
+	mu     sync.Mutex
+	devs   map[rdma.GUID]*verbsDevice
+	closed bool // the channel closed: nothing opens again
 }
 
 func (d *deviceCache) get(guid rdma.GUID) (*verbsDevice, error) {
@@ -31,6 +32,9 @@ func (d *deviceCache) get(guid rdma.GUID) (*verbsDevice, error) {
 	defer d.mu.Unlock()
 	if vd := d.devs[guid]; vd != nil {
 		return vd, nil
+	}
+	if d.closed {
+		return nil, fmt.Errorf("cm: open device: %w", ErrClosed)
 	}
 	// Finding the device by GUID needs no GID tables (the costly part of
 	// discovery).
@@ -76,6 +80,7 @@ func (d *deviceCache) close() error {
 		errs = append(errs, vd.ctx.Close())
 	}
 	d.devs = nil
+	d.closed = true
 	return errors.Join(errs...)
 }
 
