@@ -36,8 +36,9 @@ type Endpoint struct {
 	// newQP makes the caller's QP (DialQP, AcceptQP); extQP says ep.qp
 	// is the caller's: never destroyed, moved to ERR only with
 	// EndpointOptions.ErrorQPOnClose.
-	newQP NewQPDataFunc
-	extQP bool
+	newQP    NewQPDataFunc
+	extQP    bool
+	initHook func() error // QPSetup.AtInit
 
 	local, remote ece.ECE
 	peerData      []byte
@@ -176,6 +177,9 @@ func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPDa
 		}
 	}
 	if err := ep.modify(qp.Init); err != nil {
+		return nil, err
+	}
+	if err := ep.atInit(); err != nil {
 		return nil, err
 	}
 	if err := id.Connect(ctx, ep.connParam()); err != nil {
@@ -324,13 +328,15 @@ func (ep *Endpoint) createQP() error {
 
 // attachQP takes the caller's QP from ep.newQP and checks it.
 func (ep *Endpoint) attachQP(x *uverbs.Context, pd *uverbs.PD) error {
-	q, data, err := ep.newQP(pd, ep.peerData)
+	setup, err := ep.newQP(pd, ep.peerData)
 	if err != nil {
 		return err
 	}
-	if data != nil {
-		ep.cfg.privateData = data
+	q := setup.QP
+	if setup.PrivateData != nil {
+		ep.cfg.privateData = setup.PrivateData
 	}
+	ep.initHook = setup.AtInit
 	if q == nil {
 		return fmt.Errorf("rdmacm: NewQPFunc returned no QP: %w", ErrInvalidArgument)
 	}

@@ -125,7 +125,13 @@ func (ep *Endpoint) accept(ctx context.Context) error {
 	if err := ep.applyECE(ep.remote); err != nil {
 		return err
 	}
-	if err := ep.modify(qp.Init, qp.RTR, qp.RTS); err != nil {
+	if err := ep.modify(qp.Init); err != nil {
+		return err
+	}
+	if err := ep.atInit(); err != nil {
+		return err
+	}
+	if err := ep.modify(qp.RTR, qp.RTS); err != nil {
 		return err
 	}
 	p := ep.connParam()

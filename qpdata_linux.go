@@ -10,19 +10,40 @@ import (
 // NewQPDataFunc is NewQPFunc for protocols whose private data names
 // memory of the connection (librdmacm's rsockets put the receive buffer's
 // address and rkey in the REQ and REP): it makes the caller's QP on pd and
-// returns the private data to send (nil: the options' or AcceptQPData's
-// own). peerData is the REQ's private data on the accepting side (nil
-// when dialing); an error from it rejects the request.
-type NewQPDataFunc func(pd *uverbs.PD, peerData []byte) (*uverbs.QP, []byte, error)
+// returns it with the private data to send. peerData is the REQ's private
+// data on the accepting side (nil when dialing); an error from it rejects
+// the request.
+type NewQPDataFunc func(pd *uverbs.PD, peerData []byte) (QPSetup, error)
+
+// QPSetup is what a NewQPDataFunc returns.
+type QPSetup struct {
+	// QP is the caller's RC QP, in RESET (as from a NewQPFunc).
+	QP *uverbs.QP
+	// PrivateData goes in the REQ or REP (nil: the options' or
+	// AcceptQPData's own).
+	PrivateData []byte
+	// AtInit, if set, runs once the QP is in INIT and before the peer can
+	// send to it (before the REQ leaves, or the REP): the time to post
+	// receives (librdmacm's rs_create_ep posts them there too).
+	AtInit func() error
+}
 
 func (f NewQPFunc) withData() NewQPDataFunc {
 	if f == nil {
 		return nil
 	}
-	return func(pd *uverbs.PD, _ []byte) (*uverbs.QP, []byte, error) {
+	return func(pd *uverbs.PD, _ []byte) (QPSetup, error) {
 		q, err := f(pd)
-		return q, nil, err
+		return QPSetup{QP: q}, err
 	}
+}
+
+// atInit runs the caller's AtInit hook, if any.
+func (ep *Endpoint) atInit() error {
+	if ep.initHook == nil {
+		return nil
+	}
+	return ep.initHook()
 }
 
 // DialQPData is DialQP whose REQ carries the private data newQP returns.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rdma/rdmacm"
@@ -28,7 +29,6 @@ type Conn struct {
 	wcs    [32]uverbs.WC
 	swr    [1]uverbs.SendWR
 	sges   [2]uverbs.SGE
-	rwrs   []uverbs.RecvWR
 	wrErr  error // a failed post
 	gone   error // why the connection ended (io.EOF: the peer's disconnect)
 	rmu    sync.Mutex
@@ -38,11 +38,14 @@ type Conn struct {
 	rdl    deadline
 	wdl    deadline
 	closed chan struct{}
-	once   sync.Once
-	stop   context.CancelFunc
-	done   sync.WaitGroup
-	ka     *time.Timer
-	kaTime time.Duration
+	// closing is set when Close starts: blocked calls then return
+	// net.ErrClosed, not the end of stream Close's shutdown causes.
+	closing atomic.Bool
+	once    sync.Once
+	stop    context.CancelFunc
+	done    sync.WaitGroup
+	ka      *time.Timer
+	kaTime  time.Duration
 
 	local, remote net.Addr
 }
@@ -60,6 +63,14 @@ type resources struct {
 	tmr        *uverbs.MR
 	cc         coreConfig
 	data       [connDataLen]byte // ours
+	rwrs       []uverbs.RecvWR   // rqSize zero-length receives
+}
+
+// setup is what the endpoint needs: the QP, our conn data, and the
+// receives to post once the QP is in INIT (rs_create_ep posts them before
+// the connection exchange, so the peer's first message finds one).
+func (r *resources) setup() rdmacm.QPSetup {
+	return rdmacm.QPSetup{QP: r.q, PrivateData: r.data[:], AtInit: func() error { return r.q.PostRecv(r.rwrs) }}
 }
 
 // newResources is rs_create_ep: one CQ on one completion channel for both
@@ -113,6 +124,12 @@ func newResources(pd *uverbs.PD, cfg config) (r *resources, err error) {
 	}
 	cd := r.cc.connData()
 	cd.marshal(&r.data)
+	// The receives are zero-length: data arrives by RDMA WRITE, the
+	// receive only carries the immediate (rs_post_recv).
+	r.rwrs = make([]uverbs.RecvWR, cfg.rqSize)
+	for i := range r.rwrs {
+		r.rwrs[i].ID = recvWRID
+	}
 	return r, nil
 }
 
@@ -151,15 +168,15 @@ func dial(ctx context.Context, address string, opts *Options) (*Conn, error) {
 		return nil, err
 	}
 	var r *resources
-	ep, err := rdmacm.DialQPData(ctx, address, cfg.endpointOptions(), func(pd *uverbs.PD, _ []byte) (*uverbs.QP, []byte, error) {
+	ep, err := rdmacm.DialQPData(ctx, address, cfg.endpointOptions(), func(pd *uverbs.PD, _ []byte) (rdmacm.QPSetup, error) {
 		if r != nil { // an earlier address of the host failed
 			r.close()
 		}
 		var err error
 		if r, err = newResources(pd, cfg); err != nil {
-			return nil, nil, err
+			return rdmacm.QPSetup{}, err
 		}
-		return r.q, r.data[:], nil
+		return r.setup(), nil
 	})
 	if err != nil {
 		if r != nil {
@@ -184,17 +201,6 @@ func newConn(ep *rdmacm.Endpoint, r *resources, peer connDataView) (*Conn, error
 	c.k = newCore(r.cc, peer, r.tbuf.Bytes())
 	c.local = net.TCPAddrFromAddrPort(ep.LocalAddr())
 	c.remote = net.TCPAddrFromAddrPort(ep.RemoteAddr())
-	c.rwrs = make([]uverbs.RecvWR, r.cfg.rqSize)
-	for i := range c.rwrs {
-		c.rwrs[i].ID = recvWRID
-	}
-	// The receives are zero-length: data arrives by RDMA WRITE, the
-	// receive only carries the immediate (rs_post_recv).
-	if err := r.q.PostRecv(c.rwrs); err != nil {
-		ep.Close()
-		r.close()
-		return nil, err
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	c.done.Add(2)
@@ -232,7 +238,7 @@ func (c *Conn) pollLocked() (int, error) {
 				}
 				continue
 			}
-			c.k.onSend(wc.ID, wc.Status == uverbs.WCSuccess, wc.Status == uverbs.WCWRFlushErr)
+			c.k.onSend(wc.ID, wc.Status == uverbs.WCSuccess, wc.Status == uverbs.WCWRFlushErr, wc.Status)
 		}
 		total += n
 		if n < len(c.wcs) {
@@ -240,7 +246,7 @@ func (c *Conn) pollLocked() (int, error) {
 		}
 	}
 	if c.k.connected && c.k.reposts > 0 {
-		if err := c.r.q.PostRecv(c.rwrs[:c.k.reposts]); err != nil {
+		if err := c.r.q.PostRecv(c.r.rwrs[:c.k.reposts]); err != nil {
 			c.k.fail(err)
 		}
 		c.k.reposts = 0
@@ -408,6 +414,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 		err := c.k.err
 		readable := c.k.readable
 		c.mu.Unlock()
+		if c.closing.Load() {
+			return 0, c.opErr("read", net.ErrClosed)
+		}
 		if err != nil {
 			return 0, c.opErr("read", err)
 		}
@@ -444,6 +453,10 @@ func (c *Conn) Write(b []byte) (int, error) {
 		c.mu.Lock()
 		if !c.k.canSend() {
 			c.pollLocked()
+		}
+		if c.closing.Load() {
+			c.mu.Unlock()
+			return sent, c.opErr("write", net.ErrClosed)
 		}
 		if err := c.k.err; err != nil {
 			c.mu.Unlock()
@@ -565,6 +578,7 @@ func (c *Conn) CloseWrite() error {
 func (c *Conn) Close() error {
 	err := c.opErr("close", net.ErrClosed)
 	c.once.Do(func() {
+		c.closing.Store(true)
 		if c.ka != nil {
 			c.ka.Stop()
 		}

@@ -174,7 +174,7 @@ func (k *core) onRecv(imm uint32) {
 // onSend processes a send completion (rs_poll_cq's send half). ok is
 // false for a failed one; a flushed one (the connection is going) is not
 // an error by itself.
-func (k *core) onSend(wrID uint64, ok, flushed bool) {
+func (k *core) onSend(wrID uint64, ok, flushed bool, status fmt.Stringer) {
 	imm := uint32(wrID)
 	switch msgOp(imm) {
 	case opSGL:
@@ -191,7 +191,7 @@ func (k *core) onSend(wrID uint64, ok, flushed bool) {
 		k.sbufAvail += msgData(imm)
 	}
 	if !ok && !flushed && k.connected {
-		k.fail(fmt.Errorf("rsocket: a work request failed: %w", errConnReset))
+		k.fail(fmt.Errorf("rsocket: work request %#x: %v: %w", wrID, status, errConnReset))
 	}
 }
 

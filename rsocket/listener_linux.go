@@ -38,15 +38,15 @@ func listen(address string, opts *Options) (*Listener, error) {
 func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
 	var r *resources
 	var peer connDataView
-	ep, err := l.l.AcceptQPData(ctx, func(pd *uverbs.PD, peerData []byte) (*uverbs.QP, []byte, error) {
+	ep, err := l.l.AcceptQPData(ctx, func(pd *uverbs.PD, peerData []byte) (rdmacm.QPSetup, error) {
 		var err error
 		if peer, err = parseConnData(peerData); err != nil {
-			return nil, nil, err
+			return rdmacm.QPSetup{}, err
 		}
 		if r, err = newResources(pd, l.cfg); err != nil {
-			return nil, nil, err
+			return rdmacm.QPSetup{}, err
 		}
-		return r.q, r.data[:], nil
+		return r.setup(), nil
 	})
 	if err != nil {
 		if r != nil {

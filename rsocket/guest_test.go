@@ -1,0 +1,515 @@
+//go:build linux
+
+package rsocket_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/rsocket"
+)
+
+// The helper mode: the test binary, run in guest b, is a Go rstream peer
+// (RSOCKET_HELPER=server|client, the other settings in RSOCKET_ARGS).
+const helperEnv = "RSOCKET_HELPER"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(helperEnv); role != "" {
+		flag.Parse()
+		if err := helper(role, strings.Fields(os.Getenv("RSOCKET_ARGS"))); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
+		fmt.Println("HELPER-OK")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// helper args: addr size count iters backend
+func helper(role string, args []string) error {
+	if len(args) != 5 {
+		return fmt.Errorf("args %q", args)
+	}
+	size, _ := strconv.Atoi(args[1])
+	count, _ := strconv.Atoi(args[2])
+	iters, _ := strconv.Atoi(args[3])
+	opts := &rsocket.Options{Backend: rdmacm.Backend(args[4])}
+	p := &rstreamPeer{client: role == "client", size: size, count: count, iters: iters, verify: true}
+	var c net.Conn
+	if role == "server" {
+		l, err := rsocket.Listen(args[0], opts)
+		if err != nil {
+			return err
+		}
+		fmt.Println("LISTENING")
+		c, err = l.Accept()
+		l.Close()
+		if err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if c, err = rsocket.Dial(args[0], opts); err != nil {
+			return err
+		}
+	}
+	defer c.Close()
+	return p.run(c)
+}
+
+func guestBackend() rdmacm.Backend {
+	if slices.Contains(guest.Local().NoMods, "ib_cm") {
+		return rdmacm.BackendUser
+	}
+	return rdmacm.BackendKernel
+}
+
+// peerBackend is the backend guest b's helper uses: b always has the
+// kernel CM.
+const peerBackend = rdmacm.BackendKernel
+
+const localAddr = "192.0.2.1"
+
+func startHelper(t *testing.T, ctx context.Context, role, addr string, size, count, iters int) *guest.Process {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := fmt.Sprintf("%s=%s RSOCKET_ARGS='%s %d %d %d %s' %s", helperEnv, role, addr, size, count, iters, peerBackend, exe)
+	p, err := guest.Peer().Start(ctx, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role == "server" {
+		if err := p.WaitOutput(ctx, "LISTENING"); err != nil {
+			r, _ := p.Stop(ctx)
+			t.Fatalf("helper: %v %+v", err, r)
+		}
+	}
+	return p
+}
+
+func waitPeer(t *testing.T, ctx context.Context, p *guest.Process, what string) {
+	t.Helper()
+	r, err := p.Wait(ctx)
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("%s: %v: exit %d\n%s\n%s", what, err, r.ExitCode, r.Stdout, r.Stderr)
+	}
+}
+
+// TestGoGoInGuest: our client in guest a with our server in guest b, then
+// the other way round, verifying every byte both ways.
+func TestGoGoInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := &rsocket.Options{Backend: guestBackend()}
+	for _, size := range []int{64, 4096, 1 << 20} {
+		t.Run(fmt.Sprintf("a-client-%d", size), func(t *testing.T) {
+			srv := startHelper(t, ctx, "server", guest.Peer().Addr+":7481", size, 10, 1)
+			c, err := rsocket.DialContext(ctx, guest.Peer().Addr+":7481", opts)
+			if err != nil {
+				srv.Stop(ctx)
+				t.Fatal(err)
+			}
+			p := &rstreamPeer{client: true, size: size, count: 10, iters: 1, verify: true}
+			if err := p.run(c); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			waitPeer(t, ctx, srv, "server in b")
+		})
+		t.Run(fmt.Sprintf("a-server-%d", size), func(t *testing.T) {
+			l, err := rsocket.Listen(localAddr+":7482", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			cl := startHelper(t, ctx, "client", localAddr+":7482", size, 10, 1)
+			c, err := l.AcceptConn(ctx)
+			if err != nil {
+				cl.Stop(ctx)
+				t.Fatal(err)
+			}
+			defer c.Close()
+			p := &rstreamPeer{size: size, count: 10, iters: 1, verify: true}
+			if err := p.run(c); err != nil {
+				t.Fatal(err)
+			}
+			waitPeer(t, ctx, cl, "client in b")
+		})
+	}
+}
+
+// TestRstreamInGuest: librdmacm's rstream in guest b against our Conn in
+// guest a, both roles, blocking mode, data verified on both sides.
+func TestRstreamInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	opts := &rsocket.Options{Backend: guestBackend()}
+	for _, tc := range []struct{ size, count int }{{64, 50}, {4096, 10}} {
+		t.Run(fmt.Sprintf("rstream-server-%d", tc.size), func(t *testing.T) {
+			srv, err := guest.Peer().Start(ctx, fmt.Sprintf("rstream -b %s -p 7483 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c *rsocket.Conn
+			for i := 0; ; i++ { // until rstream listens
+				c, err = rsocket.DialContext(ctx, guest.Peer().Addr+":7483", opts)
+				if err == nil || i == 50 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				r, _ := srv.Stop(ctx)
+				t.Fatalf("dial rstream: %v\n%+v", err, r)
+			}
+			p := &rstreamPeer{client: true, size: tc.size, count: tc.count, iters: 1, verify: true}
+			if err := p.run(c); err != nil {
+				r, _ := srv.Stop(ctx)
+				t.Fatalf("%v\nrstream: %+v", err, r)
+			}
+			c.Close()
+			waitPeer(t, ctx, srv, "rstream server in b")
+			t.Logf("rstream: %s", srv.Stdout())
+		})
+		t.Run(fmt.Sprintf("rstream-client-%d", tc.size), func(t *testing.T) {
+			l, err := rsocket.Listen(localAddr+":7484", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			cl, err := guest.Peer().Start(ctx, fmt.Sprintf("rstream -s %s -p 7484 -T b -T v -S %d -C %d -I 1", localAddr, tc.size, tc.count))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := l.AcceptConn(ctx)
+			if err != nil {
+				r, _ := cl.Stop(ctx)
+				t.Fatalf("accept: %v\n%+v", err, r)
+			}
+			defer c.Close()
+			p := &rstreamPeer{size: tc.size, count: tc.count, iters: 1, verify: true}
+			if err := p.run(c); err != nil {
+				r, _ := cl.Stop(ctx)
+				t.Fatalf("%v\nrstream: %+v", err, r)
+			}
+			waitPeer(t, ctx, cl, "rstream client in b")
+			// rstream's close (SHUT_RDWR) reaches us as the end of stream.
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+				t.Fatalf("after rstream's close: %d, %v, want io.EOF", n, err)
+			}
+			t.Logf("rstream: %s", cl.Stdout())
+		})
+	}
+}
+
+// localPair connects a client and a server Conn inside guest a.
+func localPair(t *testing.T, ctx context.Context, port int, opts *rsocket.Options) (client, server *rsocket.Conn) {
+	t.Helper()
+	if opts == nil {
+		opts = &rsocket.Options{}
+	}
+	opts.Backend = guestBackend()
+	addr := fmt.Sprintf("%s:%d", localAddr, port)
+	l, err := rsocket.Listen(addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan *rsocket.Conn, 1)
+	go func() {
+		c, err := l.AcceptConn(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	client, err = rsocket.DialContext(ctx, addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		client.Close()
+		t.FailNow()
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) && errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestDeadlinesInGuest: a read deadline and a write deadline end blocked
+// calls with os.ErrDeadlineExceeded (a net.Error whose Timeout is true),
+// and clearing them lets the connection go on.
+func TestDeadlinesInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, s := localPair(t, ctx, 7485, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192})
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 10)); n != 0 || !isTimeout(err) {
+		t.Fatalf("read past the deadline: %d, %v", n, err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("read deadline of 200ms took %v", d)
+	}
+	// A deadline in the past fails at once; the zero time clears it.
+	if _, err := c.Read(make([]byte, 10)); !isTimeout(err) {
+		t.Fatalf("second read past the deadline: %v", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	// Writes block once the peer's buffer is full and nobody reads.
+	c.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+	chunk := make([]byte, 4096)
+	total := 0
+	var err error
+	for total < 1<<22 {
+		var n int
+		n, err = c.Write(chunk)
+		total += n
+		if err != nil {
+			break
+		}
+	}
+	if !isTimeout(err) {
+		t.Fatalf("write into a full peer: %d bytes, %v", total, err)
+	}
+	t.Logf("%d bytes written before the write deadline", total)
+	c.SetWriteDeadline(time.Time{})
+	// The peer reads everything, then the connection still works.
+	go func() {
+		io.CopyN(io.Discard, s, int64(total))
+		s.Write([]byte("ok"))
+	}()
+	b := make([]byte, 2)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ok" {
+		t.Fatalf("after the deadlines: %q, %v", b, err)
+	}
+}
+
+// TestCloseUnblocksInGuest: Close ends a blocked Read and a blocked Write
+// with net.ErrClosed, and the peer then reads io.EOF.
+func TestCloseUnblocksInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, s := localPair(t, ctx, 7486, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192})
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 10))
+		readErr <- err
+	}()
+	writeErr := make(chan error, 1)
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			if _, err := c.Write(b); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	c.Close()
+	for _, ch := range []chan error{readErr, writeErr} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("blocked call after Close: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not unblock")
+		}
+	}
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, s); err != nil {
+		t.Fatalf("peer after Close: %v, want io.EOF (nil from io.Copy)", err)
+	}
+}
+
+// TestCloseWriteInGuest: CloseWrite half-closes: the peer reads the data
+// then io.EOF, and can still answer.
+func TestCloseWriteInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, s := localPair(t, ctx, 7487, nil)
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("x")); err == nil {
+		t.Fatal("Write after CloseWrite succeeded")
+	}
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	req, err := io.ReadAll(s)
+	if err != nil || string(req) != "request" {
+		t.Fatalf("server read %q, %v", req, err)
+	}
+	if _, err := s.Write([]byte("response")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := io.ReadAll(c)
+	if err != nil || string(resp) != "response" {
+		t.Fatalf("client read %q, %v", resp, err)
+	}
+}
+
+// TestBadVersionInGuest: a REQ whose rs_conn_data version is 2 is
+// rejected by the Listener with ErrVersion, and a REP with version 2
+// fails Dial with ErrVersion (rsocket.c: rs_accept, rs_do_connect).
+func TestBadVersionInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bad := make([]byte, 40)
+	bad[0], bad[1], bad[3], bad[15], bad[31] = 2, 2, 16, 2, 64
+	backend := guestBackend()
+
+	l, err := rsocket.Listen(localAddr+":7488", &rsocket.Options{Backend: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	acceptErr := make(chan error, 1)
+	go func() {
+		c, err := l.AcceptConn(ctx)
+		if err == nil {
+			c.Close()
+		}
+		acceptErr <- err
+	}()
+	ep, err := rdmacm.Dial(ctx, localAddr+":7488", &rdmacm.EndpointOptions{Backend: backend, PrivateData: bad})
+	if err == nil {
+		ep.Close()
+		t.Fatal("a version-2 REQ was accepted")
+	}
+	if err := <-acceptErr; !errors.Is(err, rsocket.ErrVersion) {
+		t.Fatalf("accept of a version-2 REQ: %v", err)
+	}
+	t.Logf("dialer: %v", err)
+
+	rl, err := rdmacm.Listen(localAddr+":7489", &rdmacm.EndpointOptions{Backend: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.Close()
+	go func() {
+		ep, err := rl.AcceptData(ctx, bad)
+		if err == nil {
+			<-ep.Done()
+			ep.Close()
+		}
+	}()
+	if c, err := rsocket.DialContext(ctx, localAddr+":7489", &rsocket.Options{Backend: backend}); !errors.Is(err, rsocket.ErrVersion) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial to a version-2 REP: %v", err)
+	}
+}
+
+// TestNoLeakInGuest: dial/close cycles leave no fd and no goroutine
+// behind.
+func TestNoLeakInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	opts := &rsocket.Options{Backend: guestBackend()}
+	l, err := rsocket.Listen(localAddr+":7490", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(c, c)
+				c.Close()
+			}()
+		}
+	}()
+	var tDial, tClose time.Duration
+	cycle := func() {
+		t0 := time.Now()
+		c, err := rsocket.DialContext(ctx, localAddr+":7490", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tDial += time.Since(t0)
+		b := []byte("ping")
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			t.Fatal(err)
+		}
+		t0 = time.Now()
+		c.Close()
+		tClose += time.Since(t0)
+	}
+	cycle() // the shared CM channel and device stay open after the first
+	time.Sleep(200 * time.Millisecond)
+	fds, gs := countFDs(t), runtime.NumGoroutine()
+	start := time.Now()
+	for range leakCycles {
+		cycle()
+	}
+	t.Logf("%d cycles in %v (dial %v, close %v in all)", leakCycles, time.Since(start), tDial, tClose)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && (countFDs(t) > fds || runtime.NumGoroutine() > gs) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n, g := countFDs(t), runtime.NumGoroutine(); n > fds || g > gs {
+		t.Fatalf("after %d cycles: %d fds (was %d), %d goroutines (was %d)", leakCycles, n, fds, g, gs)
+	}
+}
+
+// leakCycles is 1,000 (the count); RSOCKET_LEAK_CYCLES changes it
+// for a quick run by hand.
+var leakCycles = func() int {
+	if n, err := strconv.Atoi(os.Getenv("RSOCKET_LEAK_CYCLES")); err == nil {
+		return n
+	}
+	return 1000
+}()
+
+func countFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
