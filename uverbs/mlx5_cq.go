@@ -8,6 +8,8 @@ package uverbs
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
+	"runtime"
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
@@ -256,11 +258,18 @@ func (c *mlx5CQ) updateCI() {
 	c.db[mlx5CQSetCI] = htobe32(c.consIndex & 0xffffff)
 }
 
+// htobe32 is htobe32(3): one BSWAP on a little-endian host (the
+// GOARCH list is a constant, so the branch folds away).
 func htobe32(v uint32) uint32 {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], v)
-	return abi.Native.Uint32(b[:])
+	if bigEndianHost {
+		return v
+	}
+	return bits.ReverseBytes32(v)
 }
+
+// bigEndianHost: the GOARCHes whose byte order is big-endian.
+const bigEndianHost = runtime.GOARCH == "s390x" || runtime.GOARCH == "ppc64" || runtime.GOARCH == "mips" ||
+	runtime.GOARCH == "mips64" || runtime.GOARCH == "sparc64"
 
 func be32(b []byte, off int) uint32 { return binary.BigEndian.Uint32(b[off:]) }
 func be16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }

@@ -5,13 +5,14 @@ package uverbs
 // (mlx5_post_recv) and scatter-to-CQE copy-out (mlx5_copy_to_*_wqe).
 // unsafe: WQ buffers, doorbell records and BlueFlame registers are
 // mmap'd device memory (see mlx5.go); user SGE memory is reached by
-// address (memAt) for inline sends and scatter-to-CQE.
+// address (memAt) for inline sends and scatter-to-CQE; postRC indexes
+// the per-WQEBB arrays and copies inline data without bounds checks or
+// a call (see there).
 
 import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -62,13 +63,22 @@ type mlx5WQ struct {
 	wqeCnt     uint32
 	maxPost    uint32
 	head       uint32
-	tail       atomic.Uint32 // written by poll, read by post
+	tail       wqTail
 	curPost    uint32
 	maxGS      int
 	stateMaxGS int // qp_state_max_gs
 	wqeShift   uint
 	offset     int
 }
+
+// wqTail is mlx5_wq.tail: written by poll under the CQ lock, read by
+// post without it (mlx5_wq_overflow's first look). Loads are atomic;
+// stores are release stores (abi.StoreRelease32: on amd64 a plain
+// store, as libmlx5's, where atomic's Store is a locked XCHG).
+type wqTail struct{ v uint32 }
+
+func (t *wqTail) Load() uint32   { return atomic.LoadUint32(&t.v) }
+func (t *wqTail) Store(v uint32) { abi.StoreRelease32(&t.v, v) }
 
 // mlx5WQSize is the sizing part of struct mlx5_wq.
 type mlx5WQSize struct {
@@ -105,7 +115,10 @@ type mlx5QP struct {
 	hasUIdx    bool
 	inQPNTable bool
 
-	sqMu, rqMu sync.Mutex
+	// sq.lock and rq.lock: mlx5_spinlock (a pthread spinlock unless
+	// MLX5_SINGLE_THREADED), as abi.SpinLock: one locked instruction per
+	// critical section.
+	sqMu, rqMu abi.SpinLock
 
 	getECE uint32 // options the kernel/firmware reported
 	setECE uint32 // options to send with the next modify
@@ -465,7 +478,258 @@ func putBE32(b []byte, off int, v uint32) { binary.BigEndian.PutUint32(b[off:], 
 func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], v) }
 
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
-// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD.
+// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD. One WR of the kinds
+// postOne takes is posted there, doorbell included; any other list goes
+// through postList.
+func (m *mlx5QP) postSend(wrs []SendWR) error {
+	m.sqMu.Lock()
+	if len(wrs) != 1 || !m.postOne(&wrs[0]) {
+		return m.postList(wrs)
+	}
+	m.sqMu.Unlock()
+	return nil
+}
+
+// postList posts wrs with the send queue locked, and unlocks it:
+// postRC takes the WRs it can, postAny the rest, then one doorbell for
+// all (post_send_db).
+func (m *mlx5QP) postList(wrs []SendWR) error {
+	// Deferred: a bad SGE address near 0 faults as a recoverable panic,
+	// which must not leave the send queue locked.
+	defer m.sqMu.Unlock()
+	nreq, size, ctrl := m.postRC(wrs)
+	var err error
+	if nreq < len(wrs) {
+		nreq, size, ctrl, err = m.postAny(wrs, nreq, size, ctrl)
+	}
+	m.ringSend(uint32(nreq), size, ctrl)
+	return err
+}
+
+// postOne is postList for a list of one WR of the kinds postRC takes
+// (and no inline data at an address below 4096, whose fault postList
+// turns into a panic with the queue unlocked), written out for one WR:
+// with no loop, few values are live and none is kept on the stack. It
+// returns false, having written nothing, for any other WR. The bytes,
+// barriers and doorbell are postList's.
+func (m *mlx5QP) postOne(wr *SendWR) bool {
+	sq := &m.sq
+	op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
+	if m.typ == qp.UD || sq.wqeCnt == 0 || sq.head-sq.tail.Load() >= sq.maxPost ||
+		uint(op) >= uint(len(mlx5IBOpcode)) || len(sges) > sq.stateMaxGS || (op == OpRDMARead && m.typ != qp.RC) {
+		return false
+	}
+	buf := m.sqBuf
+	curPost := sq.curPost
+	idx := curPost & (sq.wqeCnt - 1)
+	c := int(idx) << mlx5SendWQEShift
+	raddr := op == OpRDMAWrite || op == OpRDMAWriteWithImm || op == OpRDMARead
+	seg := c + mlx5CtrlSize
+	if raddr {
+		seg += mlx5RaddrSize
+	}
+	inline := flags&SendInline != 0
+	if inline && (wr.InlineData != nil || len(sges) != 1 || int(sges[0].Length) > m.maxInline ||
+		seg+4+int(sges[0].Length) > len(buf) || (sges[0].Length != 0 && sges[0].Addr < 4096)) {
+		return false
+	}
+	if m.bf.lock || mlx5Mutant == mutantBarrier {
+		return false
+	}
+	fm := m.signalBits | m.fmCache
+	if flags&SendFence != 0 {
+		fm = m.signalBits | mlx5WQECtrlFence
+	}
+	if flags&SendSignaled != 0 {
+		fm |= mlx5WQECtrlCQUpdate
+	}
+	if flags&SendSolicited != 0 {
+		fm |= mlx5WQECtrlSolicited
+	}
+	if mlx5Mutant == mutantSegmentByte {
+		fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
+	}
+	w := (*[mlx5SendWQEBB]byte)(buf[c : c+mlx5SendWQEBB])
+	var imm uint32
+	if op == OpSendWithImm || op == OpRDMAWriteWithImm {
+		imm = wr.Imm
+	}
+	binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
+	binary.BigEndian.PutUint32(w[12:], imm)
+	size := mlx5CtrlSize / 16
+	if raddr {
+		binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr)
+		binary.BigEndian.PutUint32(w[24:], wr.RKey)
+		binary.BigEndian.PutUint32(w[28:], 0)
+		size += mlx5RaddrSize / 16
+	}
+	if inline {
+		// set_data_inl_seg for one SGE that does not wrap.
+		if l := int(sges[0].Length); l != 0 {
+			dst := buf[seg : seg+4+l]
+			binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
+			copyInline(dst[4:], sges[0].Addr)
+			size += (l + 4 + 15) / 16
+		}
+	} else {
+		d := seg
+		for i := range sges {
+			s := &sges[i]
+			if d == len(buf) {
+				d = 0
+			}
+			if s.Length != 0 {
+				ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize])
+				binary.BigEndian.PutUint32(ds[0:], s.Length)
+				binary.BigEndian.PutUint32(ds[4:], s.LKey)
+				binary.BigEndian.PutUint64(ds[8:], s.Addr)
+				d += mlx5DataSegSize
+				size += mlx5DataSegSize / 16
+			}
+		}
+	}
+	binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
+	binary.BigEndian.PutUint32(w[4:], uint32(size)|m.qpn<<8)
+	sq.wrid[idx] = wr.ID
+	sq.wqeHead[idx] = sq.head
+	sq.wrData[idx] = 0
+	curPost += uint32(uint(size*16+mlx5SendWQEBB-1) / mlx5SendWQEBB)
+	sq.curPost = curPost
+	m.fmCache = 0
+
+	// post_send_db for nreq = 1 without a BlueFlame lock (ringSend).
+	sq.head++
+	bf := m.bf
+	n := 8 // mmio_write64_be of the ctrl segment's first 8 bytes
+	if bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		n = int(uint(size*16+63) &^ 63) // mlx5_bf_copy
+	}
+	n1 := min(n, len(buf)-c)
+	abi.DoorbellWC(&m.db[mlx5SndDBR], htobe32(curPost&0xffff), unsafe.Add(bf.reg, bf.offset),
+		unsafe.Pointer(&buf[c]), uintptr(n1), unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
+	bf.offset ^= bf.bufSize
+	return true
+}
+
+// postRC is the loop of _mlx5_post_send for the WRs an RC or UC QP
+// posts most: a SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM or
+// (RC) RDMA_READ whose SGEs the QP takes in its state, or with
+// SendInline one SGE of at most max_inline_data bytes that does not
+// wrap at the end of the SQ, while the whole list fits (the overflow
+// test made once for all: head - tail + len(wrs) <= max_post, so each
+// WR's mlx5_wq_overflow passes). It writes the same bytes postAny
+// writes for these WRs, with fewer values live in the loop and no
+// call in it but the inline copy, and stops at the first WR it does not
+// take: postAny continues from there, and reports errors. It returns the
+// number of WRs posted and the size and ctrl offset of the last WQE.
+func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
+	sq := &m.sq
+	ctrl = -1
+	if m.typ == qp.UD || sq.wqeCnt == 0 || int(sq.head-sq.tail.Load())+len(wrs) > int(sq.maxPost) {
+		return 0, 0, ctrl
+	}
+	buf := m.sqBuf
+	qend := len(buf)
+	mask := sq.wqeCnt - 1
+	// The per-WQEBB arrays are indexed by curPost & mask below, through
+	// pointers: checked once here to be wqe_cnt long, so that no index
+	// needs a check of its own (the compiler cannot prove it).
+	_, _, _ = sq.wrid[mask], sq.wqeHead[mask], sq.wrData[mask]
+	wrid, wqeHead, wrData := unsafe.Pointer(&sq.wrid[0]), unsafe.Pointer(&sq.wqeHead[0]), unsafe.Pointer(&sq.wrData[0])
+	head, maxGS, maxInline := sq.head, sq.stateMaxGS, m.maxInline
+	curPost := sq.curPost
+	qpnDS := m.qpn << 8
+	rc := m.typ == qp.RC
+	sigBits, nextFence := m.signalBits, m.fmCache
+	for ; nreq < len(wrs); nreq++ {
+		wr := &wrs[nreq]
+		op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
+		if uint(op) >= uint(len(mlx5IBOpcode)) || len(sges) > maxGS || (op == OpRDMARead && !rc) {
+			break
+		}
+		idx := curPost & mask
+		c := int(idx) << mlx5SendWQEShift
+		seg := c + mlx5CtrlSize
+		raddr := op == OpRDMAWrite || op == OpRDMAWriteWithImm || op == OpRDMARead
+		if raddr {
+			seg += mlx5RaddrSize
+		}
+		inline := flags&SendInline != 0
+		if inline && (wr.InlineData != nil || len(sges) != 1 || int(sges[0].Length) > maxInline || seg+4+int(sges[0].Length) > qend) {
+			break
+		}
+		fm := sigBits | nextFence
+		if flags&SendFence != 0 {
+			fm = sigBits | mlx5WQECtrlFence
+		}
+		nextFence = 0
+		if flags&SendSignaled != 0 {
+			fm |= mlx5WQECtrlCQUpdate
+		}
+		if flags&SendSolicited != 0 {
+			fm |= mlx5WQECtrlSolicited
+		}
+		if mlx5Mutant == mutantSegmentByte {
+			fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
+		}
+		w := (*[mlx5SendWQEBB]byte)(buf[c : c+mlx5SendWQEBB])
+		var imm uint32
+		if op == OpSendWithImm || op == OpRDMAWriteWithImm {
+			imm = wr.Imm
+		}
+		binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
+		binary.BigEndian.PutUint32(w[12:], imm)
+		sz := mlx5CtrlSize / 16
+		if raddr {
+			binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr)
+			binary.BigEndian.PutUint32(w[24:], wr.RKey)
+			binary.BigEndian.PutUint32(w[28:], 0)
+			sz += mlx5RaddrSize / 16
+		}
+		if inline {
+			// set_data_inl_seg for one SGE that does not wrap.
+			if l := int(sges[0].Length); l != 0 {
+				dst := buf[seg : seg+4+l]
+				binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
+				copyInline(dst[4:], sges[0].Addr)
+				sz += (l + 4 + 15) / 16
+			}
+		} else {
+			d := seg
+			for i := range sges {
+				s := &sges[i]
+				if d == qend {
+					d = 0
+				}
+				if s.Length != 0 {
+					ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize])
+					binary.BigEndian.PutUint32(ds[0:], s.Length)
+					binary.BigEndian.PutUint32(ds[4:], s.LKey)
+					binary.BigEndian.PutUint64(ds[8:], s.Addr)
+					d += mlx5DataSegSize
+					sz += mlx5DataSegSize / 16
+				}
+			}
+		}
+		binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
+		binary.BigEndian.PutUint32(w[4:], uint32(sz)|qpnDS)
+		*(*uint64)(unsafe.Add(wrid, uintptr(idx)*8)) = wr.ID
+		*(*uint32)(unsafe.Add(wqeHead, uintptr(idx)*4)) = head + uint32(nreq)
+		*(*uint32)(unsafe.Add(wrData, uintptr(idx)*4)) = 0
+		curPost += uint32(uint(sz*16+mlx5SendWQEBB-1) / mlx5SendWQEBB)
+		size, ctrl = sz, c
+	}
+	sq.curPost = curPost
+	m.fmCache = nextFence
+	return nreq, size, ctrl
+}
+
+// postAny is the loop of _mlx5_post_send for every WR postSend takes,
+// from wrs[nreq] on, after postRC: SEND, SEND_WITH_IMM, RDMA_WRITE,
+// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, inline data from
+// InlineData or SGEs, and every error. size and ctrl are those of the
+// last WQE written (ctrl -1: none yet); it returns them with the number
+// of WRs posted in all.
 //
 // The loop keeps what does not change per WR in locals (the QP's
 // fields would otherwise be reloaded after every store through a
@@ -473,11 +737,7 @@ func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], 
 // *[64]byte (binary.BigEndian on constant offsets: a BSWAP and a store,
 // no further check) and takes the overflow check's CQ lock only when
 // the lock-free test fails, as mlx5_wq_overflow does.
-func (m *mlx5QP) postSend(wrs []SendWR) error {
-	m.sqMu.Lock()
-	// Deferred: a bad SGE address near 0 faults as a recoverable panic,
-	// which must not leave the send queue locked.
-	defer m.sqMu.Unlock()
+func (m *mlx5QP) postAny(wrs []SendWR, nreq, size, ctrl int) (int, int, int, error) {
 	sq := &m.sq
 	buf := m.sqBuf
 	qend := len(buf)
@@ -488,10 +748,7 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	typ := m.typ
 	sigBits := m.signalBits
 	nextFence := m.fmCache
-	ctrl, size := -1, 0
-	inl := false
 	var err error
-	nreq := 0
 	for ; nreq < len(wrs); nreq++ {
 		wr := &wrs[nreq]
 		op := wr.Opcode
@@ -583,7 +840,6 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 				err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("inline data over %d bytes", m.maxInline))
 				break
 			}
-			inl = true
 			size += sz
 		} else {
 			d := seg
@@ -610,8 +866,31 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	}
 	sq.curPost = curPost
 	m.fmCache = nextFence
-	m.ringSend(uint32(nreq), inl, size, ctrl)
-	return err
+	return nreq, size, ctrl, err
+}
+
+// wordCopyOK: 8-byte loads and stores at any alignment are plain
+// instructions on these GOARCHes.
+const wordCopyOK = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" ||
+	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "ppc64" || runtime.GOARCH == "s390x"
+
+// copyInline copies len(dst) bytes from user address src into a WQE, in
+// 8-byte words then bytes where wordCopyOK: no call to memmove, whose
+// call would make postRC keep its loop's values on the stack.
+func copyInline(dst []byte, src uint64) {
+	if !wordCopyOK {
+		copy(dst, memAt(src, len(dst)))
+		return
+	}
+	d, s := unsafe.Pointer(unsafe.SliceData(dst)), *(*unsafe.Pointer)(unsafe.Pointer(&src))
+	n := uintptr(len(dst))
+	i := uintptr(0)
+	for ; i+8 <= n; i += 8 {
+		*(*uint64)(unsafe.Add(d, i)) = *(*uint64)(unsafe.Add(s, i))
+	}
+	for ; i < n; i++ {
+		*(*byte)(unsafe.Add(d, i)) = *(*byte)(unsafe.Add(s, i))
+	}
 }
 
 // setDataInlSeg is set_data_inl_seg: the SGEs' bytes (or InlineData)
@@ -658,17 +937,37 @@ func (m *mlx5QP) setDataInlSeg(wr *SendWR, inlData bool, seg int) (sz int, ok bo
 	return (inl + 4 + 15) / 16, true
 }
 
-// ringSend is post_send_db.
-func (m *mlx5QP) ringSend(nreq uint32, inl bool, size, ctrl int) {
+// ringSend is post_send_db. Without a lock on the BlueFlame register
+// (the common case: a low-latency bfreg of its own) the sequence from
+// udma_to_device_barrier to mmio_flush_writes is one call,
+// abi.DoorbellWC, which keeps the same stores and fences in the same
+// order; with a lock, and in the barrier mutant, it is spelt out here.
+func (m *mlx5QP) ringSend(nreq uint32, size, ctrl int) {
 	if nreq == 0 {
 		return
 	}
 	sq := &m.sq
 	sq.head += nreq
+	dbval := htobe32(sq.curPost & 0xffff)
+	bf := m.bf
+	reg := unsafe.Add(bf.reg, bf.offset)
+	buf := m.sqBuf
+	// prefer_bf defaults to 1: BlueFlame with or without inline data.
+	n := 8 // mmio_write64_be of the ctrl segment's first 8 bytes
+	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		n = (size*16 + 63) / 64 * 64 // mlx5_bf_copy
+	}
+	if !bf.lock && mlx5Mutant != mutantBarrier {
+		// The copy's source wraps at the end of the SQ (mlx5_bf_copy).
+		n1 := min(n, len(buf)-ctrl)
+		abi.DoorbellWC(&m.db[mlx5SndDBR], dbval, reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
+			unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
+		bf.offset ^= bf.bufSize
+		return
+	}
 	// Descriptors are written before the doorbell record.
 	abi.UDMAToDeviceBarrier()
-	m.db[mlx5SndDBR] = htobe32(sq.curPost & 0xffff)
-	bf := m.bf
+	m.db[mlx5SndDBR] = dbval
 	if bf.lock {
 		// mmio_wc_spinlock: x86 relies on the lock's serialisation.
 		bf.mu.Lock()
@@ -679,10 +978,8 @@ func (m *mlx5QP) ringSend(nreq uint32, inl bool, size, ctrl int) {
 		// mmio_wc_start: the record is written before the WC copy.
 		abi.MMIOFlushWrites()
 	}
-	reg := unsafe.Add(bf.reg, bf.offset)
-	_ = inl // prefer_bf defaults to 1: BlueFlame with or without inline
-	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
-		m.bfCopy(reg, ctrl, (size*16+63)/64*64)
+	if n > 8 {
+		m.bfCopy(reg, ctrl, n)
 	} else {
 		*(*uint64)(reg) = *(*uint64)(unsafe.Pointer(&m.sqBuf[ctrl]))
 	}

@@ -7,56 +7,35 @@ package abi
 // macro, in Go assembly per architecture (barrier_$GOARCH.s). sync/atomic
 // orders ordinary cached memory between goroutines only; it neither
 // flushes write-combining buffers nor orders stores to WC/uncached MMIO
-// against DMA. Each exported function is a small Go wrapper around an
-// unexported assembly function: the wrapper reports the fence to the
-// test hook (SetBarrierHook, one atomic load and a branch when none is
-// installed) and then calls the assembly. The wrappers are written to fit
-// the inliner's budget (UDMAFromDeviceBarrier and MMIOFlushWrites cost 79
-// of 80: one call site, a function value chosen by the hook check), so
-// the data path pays one call per barrier, not two. A call to an assembly function
-// is opaque to the compiler, which therefore keeps every load and store
-// on its side of it (asm volatile "memory"), also when the wrapper is
-// inlined into its caller. The instruction names the hook receives are
-// in barrier_$GOARCH.go.
+// against DMA.
+//
+// Each exported barrier is a direct call of one assembly function (the
+// Go wrapper inlines), which looks at the test hook itself (one load and
+// a branch when none is installed) and, with a hook installed, jumps to
+// hooked* below: the hook first, then the same fence. A call to an
+// assembly function is opaque to the compiler, which therefore keeps
+// every load and store on its side of it (asm volatile "memory"). The
+// instruction names the hook receives are in barrier_$GOARCH.go.
 
 // UDMAToDeviceBarrier is udma_to_device_barrier(): stores to memory the
 // device DMA-reads (WQEs) are visible before a later doorbell store.
 // amd64: compiler barrier only; arm64: DSB ST; ppc64: SYNC; riscv64:
 // FENCE OW,OW.
-func UDMAToDeviceBarrier() {
-	if instrToDevice != "" { // constant: no hook call where no instruction is emitted
-		if barrierHook.Load() != nil {
-			callBarrierHook(instrToDevice)
-		}
-	}
-	udmaToDeviceBarrier()
-}
+func UDMAToDeviceBarrier() { udmaToDeviceBarrier() }
 
 // UDMAFromDeviceBarrier is udma_from_device_barrier(): after observing a
 // device write (a CQE owner bit), later loads see what the device wrote
 // before it. amd64: LFENCE; arm64: DSB LD; ppc64: LWSYNC; riscv64: FENCE
 // IR,IR.
-func UDMAFromDeviceBarrier() {
-	f := udmaFromDeviceBarrier
-	if barrierHook.Load() != nil {
-		f = hookedFromDevice
-	}
-	f()
-}
+func UDMAFromDeviceBarrier() { udmaFromDeviceBarrier() }
 
 // MMIOFlushWrites is mmio_flush_writes() (and mmio_wc_start(), the same
 // macro): orders and flushes stores to write-combining MMIO (BlueFlame,
 // UAR doorbells). amd64: SFENCE; arm64: DSB ST; ppc64: SYNC; riscv64:
 // FENCE OW,OW.
-func MMIOFlushWrites() {
-	f := mmioFlushWrites
-	if barrierHook.Load() != nil {
-		f = hookedFlush
-	}
-	f()
-}
+func MMIOFlushWrites() { mmioFlushWrites() }
 
-// The assembly (barrier_$GOARCH.s).
+// The assembly (barrier_$GOARCH.s): the hook check, then the fence.
 
 //go:noescape
 func udmaToDeviceBarrier()
@@ -67,14 +46,36 @@ func udmaFromDeviceBarrier()
 //go:noescape
 func mmioFlushWrites()
 
-// hookedFromDevice and hookedFlush are the barriers with a hook
-// installed: the hook first, then the fence.
+// storeRelease32 is StoreRelease32's assembly.
+//
+//go:noescape
+func storeRelease32(p *uint32, v uint32)
+
+// The fences alone, for hooked*.
+
+//go:noescape
+func toDeviceFence()
+
+//go:noescape
+func fromDeviceFence()
+
+//go:noescape
+func flushFence()
+
+// hooked* are where the assembly jumps with a hook installed (a tail
+// call: they return to the barrier's caller): the hook, then the fence.
+
+func hookedToDevice() {
+	callBarrierHook(instrToDevice)
+	toDeviceFence()
+}
+
 func hookedFromDevice() {
 	callBarrierHook(instrFromDevice)
-	udmaFromDeviceBarrier()
+	fromDeviceFence()
 }
 
 func hookedFlush() {
 	callBarrierHook(instrFlush)
-	mmioFlushWrites()
+	flushFence()
 }

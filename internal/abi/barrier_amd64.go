@@ -1,5 +1,7 @@
 package abi
 
+import "unsafe"
+
 // The fence instructions barrier_amd64.s emits (util/udma_barrier.h,
 // __x86_64__), as SetBarrierHook reports them. udma_to_device_barrier is
 // a compiler barrier only: no instruction, no hook call.
@@ -8,3 +10,12 @@ const (
 	instrFromDevice = "lfence"
 	instrFlush      = "sfence"
 )
+
+// doorbellWC is DoorbellWC in assembly (barrier_amd64.s).
+//
+//go:noescape
+func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr)
+
+// hookFlush is called by doorbellWC before each of its sfences when a
+// hook is installed.
+func hookFlush() { callBarrierHook(instrFlush) }

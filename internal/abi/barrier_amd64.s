@@ -1,18 +1,126 @@
 #include "textflag.h"
+#include "funcdata.h"
 
-// util/udma_barrier.h, __x86_64__.
+// util/udma_barrier.h, __x86_64__. Each barrier first loads the test
+// hook (barrierHook: an aligned 8-byte load, which is what
+// atomic.Pointer.Load compiles to on amd64) and, when one is installed,
+// tail-calls hooked* (barrier.go), which reports the fence and then
+// executes it.
 
 // udma_to_device_barrier: asm volatile("" ::: "memory"); the call itself
-// is the compiler barrier (x86 keeps stores to WB memory in order).
+// is the compiler barrier (x86 keeps stores to WB memory in order). No
+// instruction, so no hook call.
 TEXT ·udmaToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	RET
 
 // udma_from_device_barrier: lfence.
 TEXT ·udmaFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
+	CMPQ	·barrierHook(SB), $0
+	JNE	hooked
 	LFENCE
 	RET
+hooked:
+	JMP	·hookedFromDevice(SB)
 
 // mmio_flush_writes / mmio_wc_start: sfence.
 TEXT ·mmioFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
+	CMPQ	·barrierHook(SB), $0
+	JNE	hooked
 	SFENCE
+	RET
+hooked:
+	JMP	·hookedFlush(SB)
+
+TEXT ·toDeviceFence(SB),NOSPLIT|NOFRAME,$0-0
+	RET
+
+TEXT ·fromDeviceFence(SB),NOSPLIT|NOFRAME,$0-0
+	LFENCE
+	RET
+
+TEXT ·flushFence(SB),NOSPLIT|NOFRAME,$0-0
+	SFENCE
+	RET
+
+// func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr)
+//
+// providers/mlx5/qp.c post_send_db from udma_to_device_barrier to
+// mmio_flush_writes, for a doorbell that needs no lock: the record
+// store, sfence (mmio_wc_start), n1 bytes from src1 then n2 from src2
+// to dst in 8-byte stores, eight per 64 bytes (mmio_memcpy_x64's x86-64
+// loop; n1 = n2 = 0 is not used, n = 8 is mmio_write64_be), sfence
+// (mmio_flush_writes). Before each sfence, a hook installed is called
+// (hookFlush), so the hook sees every fence at its place in this one
+// sequence. The arguments are reloaded after each possible call.
+TEXT ·doorbellWC(SB),NOSPLIT,$8-56
+	NO_LOCAL_POINTERS
+	// udma_to_device_barrier: this call.
+	MOVQ	rec+0(FP), AX
+	MOVL	val+8(FP), BX
+	MOVL	BX, (AX)
+	// mmio_wc_start.
+	CMPQ	·barrierHook(SB), $0
+	JEQ	start
+	CALL	·hookFlush(SB)
+start:
+	SFENCE
+	MOVQ	dst+16(FP), DI
+	MOVQ	src1+24(FP), SI
+	MOVQ	n1+32(FP), CX
+	CALL	copywc<>(SB)
+	MOVQ	src2+40(FP), SI
+	MOVQ	n2+48(FP), CX
+	CALL	copywc<>(SB)
+	// mmio_flush_writes.
+	CMPQ	·barrierHook(SB), $0
+	JEQ	flush
+	CALL	·hookFlush(SB)
+flush:
+	SFENCE
+	RET
+
+// copywc copies CX bytes (a multiple of 8; 64 at a time when CX is) from
+// SI to DI with 8-byte moves, advancing DI and SI. Clobbers AX, CX.
+TEXT copywc<>(SB),NOSPLIT|NOFRAME,$0-0
+lines:
+	CMPQ	CX, $64
+	JB	words
+	MOVQ	0(SI), AX
+	MOVQ	AX, 0(DI)
+	MOVQ	8(SI), AX
+	MOVQ	AX, 8(DI)
+	MOVQ	16(SI), AX
+	MOVQ	AX, 16(DI)
+	MOVQ	24(SI), AX
+	MOVQ	AX, 24(DI)
+	MOVQ	32(SI), AX
+	MOVQ	AX, 32(DI)
+	MOVQ	40(SI), AX
+	MOVQ	AX, 40(DI)
+	MOVQ	48(SI), AX
+	MOVQ	AX, 48(DI)
+	MOVQ	56(SI), AX
+	MOVQ	AX, 56(DI)
+	ADDQ	$64, SI
+	ADDQ	$64, DI
+	SUBQ	$64, CX
+	JMP	lines
+words:
+	TESTQ	CX, CX
+	JEQ	done
+	MOVQ	0(SI), AX
+	MOVQ	AX, 0(DI)
+	ADDQ	$8, SI
+	ADDQ	$8, DI
+	SUBQ	$8, CX
+	JMP	words
+done:
+	RET
+
+// func storeRelease32(p *uint32, v uint32): a plain store is a release
+// store under x86-TSO.
+TEXT ·storeRelease32(SB),NOSPLIT|NOFRAME,$0-12
+	MOVQ	p+0(FP), AX
+	MOVL	v+8(FP), BX
+	MOVL	BX, (AX)
 	RET

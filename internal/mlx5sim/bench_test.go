@@ -21,6 +21,7 @@ import (
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkVsLibmlx5 measures post send plus poll per work request on the
@@ -29,9 +30,13 @@ import (
 // (default 10), each running every case once on each side in an order
 // that alternates, BENCH_ITERS iterations per case (default 200000). Both
 // sides write the requester CQEs the device would write themselves, so
-// the loop makes no system call on either side. It reports the median
-// ns per WR of each side and the per-round Go/C ratio's median with a
-// bootstrap 95% interval (docs/benchmarks.md).
+// the loop makes no system call on either side. Each side times its
+// loop twice: wall time, and the CPU time of the thread running it
+// (CLOCK_THREAD_CPUTIME_ID on both sides; the Go loop runs locked to its
+// thread), which leaves out the time the thread waited for a CPU on a
+// loaded machine. It reports, for each clock, the median ns per WR of
+// each side and the per-round Go/C ratio's median with a bootstrap 95%
+// interval (docs/benchmarks.md).
 //
 //	go test -run '^$' -bench VsLibmlx5 -benchtime 1x ./internal/mlx5sim/
 func BenchmarkVsLibmlx5(b *testing.B) {
@@ -53,14 +58,25 @@ func BenchmarkVsLibmlx5(b *testing.B) {
 		}
 	}
 
-	res := map[string]*[2][]float64{} // case -> [C, Go] ns/WR per round
+	// case -> [C, Go] ns/WR per round, wall and thread CPU time
+	res, cpu := map[string]*[2][]float64{}, map[string]*[2][]float64{}
 	for _, c := range cases {
-		res[c] = &[2][]float64{}
+		res[c], cpu[c] = &[2][]float64{}, &[2][]float64{}
+	}
+	add := func(side int, c string, wall, cpuNS float64) {
+		res[c][side] = append(res[c][side], wall)
+		cpu[c][side] = append(cpu[c][side], cpuNS)
 	}
 	for r := 0; r < rounds; r++ {
 		for _, c := range cases {
-			runC := func() { res[c][0] = append(res[c][0], runCBench(b, shim, bench, c, iters)) }
-			runGo := func() { res[c][1] = append(res[c][1], g.run(c, iters)) }
+			runC := func() {
+				wall, cpuNS := runCBench(b, shim, bench, c, iters)
+				add(0, c, wall, cpuNS)
+			}
+			runGo := func() {
+				wall, cpuNS := g.run(b, c, iters)
+				add(1, c, wall, cpuNS)
+			}
 			if r%2 == 0 {
 				runC()
 				runGo()
@@ -71,7 +87,24 @@ func BenchmarkVsLibmlx5(b *testing.B) {
 		}
 	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "| case | libmlx5 ns/WR | ours ns/WR | ours / libmlx5 (95%% interval; faster in) |\n|---|---|---|---|\n")
+	for _, clock := range []struct {
+		name string
+		res  map[string]*[2][]float64
+	}{{"wall", res}, {"cpu", cpu}} {
+		fmt.Fprintf(&table, "%s time:\n", clock.name)
+		ratioTable(b, &table, cases, clock.name, clock.res)
+	}
+	b.Logf("%d rounds of %d iterations per case:\n%s", rounds, iters, table.String())
+}
+
+// ratioTable writes one Markdown table of per-WR times and Go/C ratios
+// and reports them as metrics (suffix "-cpu" for the CPU clock).
+func ratioTable(b *testing.B, table *strings.Builder, cases []string, clock string, res map[string]*[2][]float64) {
+	suffix := ""
+	if clock == "cpu" {
+		suffix = "-cpu"
+	}
+	fmt.Fprintf(table, "| case | libmlx5 ns/WR | ours ns/WR | ours / libmlx5 (95%% interval; faster in) |\n|---|---|---|---|\n")
 	for _, c := range cases {
 		cs, gs := res[c][0], res[c][1]
 		ratios := make([]float64, len(cs))
@@ -83,13 +116,12 @@ func BenchmarkVsLibmlx5(b *testing.B) {
 			}
 		}
 		lo, hi := bootstrapMedian(ratios)
-		fmt.Fprintf(&table, "| %s | %.1f | %.1f | %.3f (%.3f–%.3f; %d/%d) |\n",
+		fmt.Fprintf(table, "| %s | %.1f | %.1f | %.3f (%.3f–%.3f; %d/%d) |\n",
 			c, median(cs), median(gs), median(ratios), lo, hi, faster, len(ratios))
-		b.ReportMetric(median(gs), c+"-go-ns/WR")
-		b.ReportMetric(median(cs), c+"-c-ns/WR")
-		b.ReportMetric(median(ratios), c+"-go/c")
+		b.ReportMetric(median(gs), c+"-go-ns/WR"+suffix)
+		b.ReportMetric(median(cs), c+"-c-ns/WR"+suffix)
+		b.ReportMetric(median(ratios), c+"-go/c"+suffix)
 	}
-	b.Logf("%d rounds of %d iterations per case:\n%s", rounds, iters, table.String())
 }
 
 func envInt(name string, def int) int {
@@ -100,8 +132,8 @@ func envInt(name string, def int) int {
 }
 
 // runCBench runs one case of c/bench.c against a fresh simulated device
-// and returns its ns per WR.
-func runCBench(b *testing.B, shim, bench, c string, iters int) float64 {
+// and returns its ns per WR, wall and thread CPU time.
+func runCBench(b *testing.B, shim, bench, c string, iters int) (wall, cpu float64) {
 	b.Helper()
 	p := mlx5sim.DefaultProfile()
 	sys := b.TempDir()
@@ -122,14 +154,25 @@ func runCBench(b *testing.B, shim, bench, c string, iters int) float64 {
 		b.Fatalf("C bench %s: %v\n%s", c, err, stderr.String())
 	}
 	f := strings.Fields(out.String())
-	if len(f) != 2 || f[0] != c {
+	if len(f) != 3 || f[0] != c {
 		b.Fatalf("C bench %s printed %q", c, out.String())
 	}
-	ns, err := strconv.ParseFloat(f[1], 64)
-	if err != nil {
+	wall, err1 := strconv.ParseFloat(f[1], 64)
+	cpu, err2 := strconv.ParseFloat(f[2], 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("C bench %s printed %q", c, out.String())
+	}
+	return wall, cpu
+}
+
+// threadCPU is this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), as
+// c/bench.c reads it.
+func threadCPU(b testing.TB) time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		b.Fatal(err)
 	}
-	return ns
+	return time.Duration(ts.Nano())
 }
 
 // goRig is the Go side: the same objects as c/bench.c, made through
@@ -269,34 +312,46 @@ func (g *goRig) benchCase(c string) benchCase {
 	return bc
 }
 
-// iteration is one loop body of c/bench.c.
-func (g *goRig) iteration(bc *benchCase) {
-	if err := g.qp.PostSend(bc.wrs); err != nil {
-		panic(err)
-	}
-	for range bc.wrs {
-		g.complete(g.wqeIdx, bc.sop)
-		g.wqeIdx += bc.bbs
-	}
-	n := len(bc.wrs)
-	got := 0
-	for got < n {
-		k, err := g.cq.Poll(g.wc[got:n])
-		if err != nil {
+// iteration is one loop body of c/bench.c. The timed loops (run,
+// BenchmarkGoSide) call it through iterations, which has it inlined:
+// c/bench.c's loop body is inline in main, and a call per iteration
+// (arguments, frame, spills: 20-odd instructions) would be the
+// harness's cost, charged to our provider.
+//
+//go:noinline
+func (g *goRig) iteration(bc *benchCase) { g.iterations(bc, 1) }
+
+// iterations runs k iterations of c/bench.c's loop body.
+func (g *goRig) iterations(bc *benchCase, k int) {
+	for ; k > 0; k-- {
+		if err := g.qp.PostSend(bc.wrs); err != nil {
 			panic(err)
 		}
-		got += k
-	}
-	for i := range bc.wrs {
-		if g.wc[i].Status != uverbs.WCSuccess || g.wc[i].ID != bc.wrs[i].ID {
-			panic(fmt.Sprintf("completion %d: %+v", i, g.wc[i]))
+		for range bc.wrs {
+			g.complete(g.wqeIdx, bc.sop)
+			g.wqeIdx += bc.bbs
+		}
+		n := len(bc.wrs)
+		got := 0
+		for got < n {
+			polled, err := g.cq.Poll(g.wc[got:n])
+			if err != nil {
+				panic(err)
+			}
+			got += polled
+		}
+		for i := range bc.wrs {
+			if g.wc[i].Status != uverbs.WCSuccess || g.wc[i].ID != bc.wrs[i].ID {
+				panic(fmt.Sprintf("completion %d: %+v", i, g.wc[i]))
+			}
 		}
 	}
 }
 
 // run times iters iterations of case c after a warm-up of a tenth, as
-// c/bench.c does, and returns ns per WR.
-func (g *goRig) run(c string, iters int) float64 {
+// c/bench.c does, and returns ns per WR, wall and thread CPU time (the
+// goroutine locked to its thread, so that the CPU clock is the loop's).
+func (g *goRig) run(b testing.TB, c string, iters int) (wall, cpu float64) {
 	bc := g.benchCase(c)
 	// The provider allocates nothing, but this process also runs the
 	// C half's harness (sysfs tree, child process, its output), whose
@@ -305,14 +360,14 @@ func (g *goRig) run(c string, iters int) float64 {
 	// charged to our provider. Finish that collection first, as
 	// runCBench does before starting the child.
 	runtime.GC()
-	for i := 0; i < iters/10+1; i++ {
-		g.iteration(&bc)
-	}
-	start := time.Now()
-	for i := 0; i < iters; i++ {
-		g.iteration(&bc)
-	}
-	return float64(time.Since(start).Nanoseconds()) / float64(iters*len(bc.wrs))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g.iterations(&bc, iters/10+1)
+	start, cpuStart := time.Now(), threadCPU(b)
+	g.iterations(&bc, iters)
+	cpuNS, wallNS := threadCPU(b)-cpuStart, time.Since(start)
+	n := float64(iters * len(bc.wrs))
+	return float64(wallNS.Nanoseconds()) / n, float64(cpuNS.Nanoseconds()) / n
 }
 
 func (g *goRig) close() {
@@ -364,4 +419,28 @@ func bootstrapMedian(x []float64) (lo, hi float64) {
 	}
 	slices.Sort(m)
 	return m[n*25/1000], m[n*975/1000]
+}
+
+// BenchmarkGoSide runs the Go half of BenchmarkVsLibmlx5 alone, one
+// sub-benchmark per case, for profiling (-cpuprofile) and for comparing
+// variants of the provider with benchstat; ratios against libmlx5 come
+// from BenchmarkVsLibmlx5 only.
+func BenchmarkGoSide(b *testing.B) {
+	g := newGoRig(b)
+	defer g.close()
+	for _, c := range []string{"send_inline64", "write_sge1", "batch16"} {
+		b.Run(c, func(b *testing.B) {
+			bc := g.benchCase(c)
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0 := threadCPU(b)
+			for b.Loop() {
+				g.iterations(&bc, 1)
+			}
+			cpuNS := threadCPU(b) - cpu0
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(bc.wrs)), "ns/WR")
+			b.ReportMetric(float64(cpuNS.Nanoseconds())/float64(b.N*len(bc.wrs)), "cpu-ns/WR")
+		})
+	}
 }

@@ -1,0 +1,25 @@
+package abi
+
+import "unsafe"
+
+// DoorbellWC is the doorbell sequence of post_send_db
+// (providers/mlx5/qp.c) for a doorbell register that needs no lock, from
+// udma_to_device_barrier to mmio_flush_writes, in one call:
+//
+//	udma_to_device_barrier();
+//	*rec = val;
+//	mmio_wc_start();
+//	copy n1 bytes from src1, then n2 bytes from src2, to dst;
+//	mmio_flush_writes();
+//
+// The copy is mmio_memcpy_x64 (a BlueFlame copy: 64-byte multiples, the
+// source wrapping at the end of the send queue, so in two parts) or,
+// with n1 = 8 and n2 = 0, mmio_write64_be of the ctrl segment's first 8
+// bytes. dst and the sources are 8-byte aligned; n1 and n2 are multiples
+// of 8. On amd64 it is one assembly function (a Go call keeps no value
+// in a register across a call, so one call instead of three saves the
+// spills around each), which reports each fence to the test hook at its
+// place; elsewhere it is the same sequence of barrier calls.
+func DoorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
+	doorbellWC(rec, val, dst, src1, n1, src2, n2)
+}

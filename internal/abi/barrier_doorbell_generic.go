@@ -1,0 +1,23 @@
+//go:build !amd64
+
+package abi
+
+import "unsafe"
+
+// doorbellWC is DoorbellWC from the barrier functions.
+func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
+	UDMAToDeviceBarrier()
+	*rec = val
+	MMIOFlushWrites()
+	copyWC(dst, src1, n1)
+	copyWC(unsafe.Add(dst, n1), src2, n2)
+	MMIOFlushWrites()
+}
+
+// copyWC copies n bytes in 8-byte stores (mmio_memcpy_x64 and
+// mmio_write64_be on 64-bit hosts).
+func copyWC(dst, src unsafe.Pointer, n uintptr) {
+	for i := uintptr(0); i < n; i += 8 {
+		*(*uint64)(unsafe.Add(dst, i)) = *(*uint64)(unsafe.Add(src, i))
+	}
+}
