@@ -191,18 +191,19 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	var cur *mlx5QP // cur_rsc
 	var tail uint32 // cur.sq.tail to store, if pend
 	pend := false
-	buf, mask := c.buf, c.mask
-	ci := c.consIndex
 	n := 0
 	for n < len(wc) {
-		i := int(ci&mask) * mlx5CQESize
-		e := (*[mlx5CQESize]byte)(buf[i : i+mlx5CQESize])
+		// The ring is reloaded from c on every CQE rather than kept in
+		// locals: the barrier is a call, across which Go keeps no value
+		// in a register, so locals would be spilled and reloaded anyway.
+		ci := c.consIndex
+		i := int(ci&c.mask) * mlx5CQESize
+		e := (*[mlx5CQESize]byte)(c.buf[i : i+mlx5CQESize])
 		own := e[cqeOpOwn]
-		if own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(mask+1) != 0) {
+		if own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
 			break
 		}
-		ci++
-		c.consIndex = ci
+		c.consIndex = ci + 1
 		// Read the CQE only after the ownership check.
 		abi.UDMAFromDeviceBarrier()
 		own = e[cqeOpOwn]
@@ -244,7 +245,6 @@ func (c *mlx5CQ) poll(wc []WC) int {
 			c.updateCI()
 			return -1
 		}
-		ci = c.consIndex
 		n++
 	}
 	if pend {

@@ -477,19 +477,6 @@ func (m *mlx5QP) sendErr(i, n int, base error, errno unix.Errno, why string) err
 func putBE32(b []byte, off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }
 func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], v) }
 
-// postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
-// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD. One WR of the kinds
-// postOne takes is posted there, doorbell included; any other list goes
-// through postList.
-func (m *mlx5QP) postSend(wrs []SendWR) error {
-	m.sqMu.Lock()
-	if len(wrs) != 1 || !m.postOne(&wrs[0]) {
-		return m.postList(wrs)
-	}
-	m.sqMu.Unlock()
-	return nil
-}
-
 // postList posts wrs with the send queue locked, and unlocks it:
 // postRC takes the WRs it can, postAny the rest, then one doorbell for
 // all (post_send_db).
@@ -506,18 +493,25 @@ func (m *mlx5QP) postList(wrs []SendWR) error {
 	return err
 }
 
-// postOne is postList for a list of one WR of the kinds postRC takes
-// (and no inline data at an address below 4096, whose fault postList
-// turns into a panic with the queue unlocked), written out for one WR:
-// with no loop, few values are live and none is kept on the stack. It
-// returns false, having written nothing, for any other WR. The bytes,
-// barriers and doorbell are postList's.
-func (m *mlx5QP) postOne(wr *SendWR) bool {
+// postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
+// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD. A list of one WR of
+// the kinds postRC takes (and no inline data at an address below 4096,
+// whose fault postList turns into a panic with the queue unlocked) is
+// posted here, written out for one WR: with no loop, few values are
+// live and none is kept on the stack. Before anything is written, any
+// other list goes to postList. The bytes, barriers and doorbell are
+// postList's.
+func (m *mlx5QP) postSend(wrs []SendWR) error {
+	m.sqMu.Lock()
+	if len(wrs) != 1 {
+		return m.postList(wrs)
+	}
+	wr := &wrs[0]
 	sq := &m.sq
 	op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
 	if m.typ == qp.UD || sq.wqeCnt == 0 || sq.head-sq.tail.Load() >= sq.maxPost ||
 		uint(op) >= uint(len(mlx5IBOpcode)) || len(sges) > sq.stateMaxGS || (op == OpRDMARead && m.typ != qp.RC) {
-		return false
+		return m.postList(wrs)
 	}
 	buf := m.sqBuf
 	curPost := sq.curPost
@@ -531,10 +525,10 @@ func (m *mlx5QP) postOne(wr *SendWR) bool {
 	inline := flags&SendInline != 0
 	if inline && (wr.InlineData != nil || len(sges) != 1 || int(sges[0].Length) > m.maxInline ||
 		seg+4+int(sges[0].Length) > len(buf) || (sges[0].Length != 0 && sges[0].Addr < 4096)) {
-		return false
+		return m.postList(wrs)
 	}
 	if m.bf.lock || mlx5Mutant == mutantBarrier {
-		return false
+		return m.postList(wrs)
 	}
 	fm := m.signalBits | m.fmCache
 	if flags&SendFence != 0 {
@@ -608,7 +602,8 @@ func (m *mlx5QP) postOne(wr *SendWR) bool {
 	abi.DoorbellWC(&m.db[mlx5SndDBR], htobe32(curPost&0xffff), unsafe.Add(bf.reg, bf.offset),
 		unsafe.Pointer(&buf[c]), uintptr(n1), unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
 	bf.offset ^= bf.bufSize
-	return true
+	m.sqMu.Unlock()
+	return nil
 }
 
 // postRC is the loop of _mlx5_post_send for the WRs an RC or UC QP

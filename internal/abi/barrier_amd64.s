@@ -42,16 +42,30 @@ TEXT ·flushFence(SB),NOSPLIT|NOFRAME,$0-0
 	SFENCE
 	RET
 
+// COPY64 copies 64 bytes from SI to DI in eight 8-byte moves and
+// advances both.
+#define COPY64 \
+	MOVQ	0(SI), AX; MOVQ	AX, 0(DI); \
+	MOVQ	8(SI), AX; MOVQ	AX, 8(DI); \
+	MOVQ	16(SI), AX; MOVQ	AX, 16(DI); \
+	MOVQ	24(SI), AX; MOVQ	AX, 24(DI); \
+	MOVQ	32(SI), AX; MOVQ	AX, 32(DI); \
+	MOVQ	40(SI), AX; MOVQ	AX, 40(DI); \
+	MOVQ	48(SI), AX; MOVQ	AX, 48(DI); \
+	MOVQ	56(SI), AX; MOVQ	AX, 56(DI); \
+	ADDQ	$64, SI; ADDQ	$64, DI
+
 // func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr)
 //
 // providers/mlx5/qp.c post_send_db from udma_to_device_barrier to
 // mmio_flush_writes, for a doorbell that needs no lock: the record
 // store, sfence (mmio_wc_start), n1 bytes from src1 then n2 from src2
 // to dst in 8-byte stores, eight per 64 bytes (mmio_memcpy_x64's x86-64
-// loop; n1 = n2 = 0 is not used, n = 8 is mmio_write64_be), sfence
-// (mmio_flush_writes). Before each sfence, a hook installed is called
-// (hookFlush), so the hook sees every fence at its place in this one
-// sequence. The arguments are reloaded after each possible call.
+// loop; n1 is 8, mmio_write64_be, with n2 = 0, or a multiple of 64 and
+// n2 one too, possibly 0), sfence (mmio_flush_writes). Before each
+// sfence, a hook installed is called (hookFlush), so the hook sees every
+// fence at its place in this one sequence. The arguments are reloaded
+// after each possible call.
 TEXT ·doorbellWC(SB),NOSPLIT,$8-56
 	NO_LOCAL_POINTERS
 	// udma_to_device_barrier: this call.
@@ -67,54 +81,31 @@ start:
 	MOVQ	dst+16(FP), DI
 	MOVQ	src1+24(FP), SI
 	MOVQ	n1+32(FP), CX
-	CALL	copywc<>(SB)
+	CMPQ	CX, $8
+	JNE	copy1
+	// mmio_write64_be of the ctrl segment's first 8 bytes.
+	MOVQ	(SI), AX
+	MOVQ	AX, (DI)
+	JMP	flush
+copy1:
+	COPY64
+	SUBQ	$64, CX
+	JNE	copy1
 	MOVQ	src2+40(FP), SI
 	MOVQ	n2+48(FP), CX
-	CALL	copywc<>(SB)
+	TESTQ	CX, CX
+	JEQ	flush
+copy2:
+	COPY64
+	SUBQ	$64, CX
+	JNE	copy2
+flush:
 	// mmio_flush_writes.
 	CMPQ	·barrierHook(SB), $0
-	JEQ	flush
+	JEQ	fence
 	CALL	·hookFlush(SB)
-flush:
+fence:
 	SFENCE
-	RET
-
-// copywc copies CX bytes (a multiple of 8; 64 at a time when CX is) from
-// SI to DI with 8-byte moves, advancing DI and SI. Clobbers AX, CX.
-TEXT copywc<>(SB),NOSPLIT|NOFRAME,$0-0
-lines:
-	CMPQ	CX, $64
-	JB	words
-	MOVQ	0(SI), AX
-	MOVQ	AX, 0(DI)
-	MOVQ	8(SI), AX
-	MOVQ	AX, 8(DI)
-	MOVQ	16(SI), AX
-	MOVQ	AX, 16(DI)
-	MOVQ	24(SI), AX
-	MOVQ	AX, 24(DI)
-	MOVQ	32(SI), AX
-	MOVQ	AX, 32(DI)
-	MOVQ	40(SI), AX
-	MOVQ	AX, 40(DI)
-	MOVQ	48(SI), AX
-	MOVQ	AX, 48(DI)
-	MOVQ	56(SI), AX
-	MOVQ	AX, 56(DI)
-	ADDQ	$64, SI
-	ADDQ	$64, DI
-	SUBQ	$64, CX
-	JMP	lines
-words:
-	TESTQ	CX, CX
-	JEQ	done
-	MOVQ	0(SI), AX
-	MOVQ	AX, 0(DI)
-	ADDQ	$8, SI
-	ADDQ	$8, DI
-	SUBQ	$8, CX
-	JMP	words
-done:
 	RET
 
 // func storeRelease32(p *uint32, v uint32): a plain store is a release

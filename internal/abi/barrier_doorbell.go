@@ -15,8 +15,8 @@ import "unsafe"
 // The copy is mmio_memcpy_x64 (a BlueFlame copy: 64-byte multiples, the
 // source wrapping at the end of the send queue, so in two parts) or,
 // with n1 = 8 and n2 = 0, mmio_write64_be of the ctrl segment's first 8
-// bytes. dst and the sources are 8-byte aligned; n1 and n2 are multiples
-// of 8. On amd64 it is one assembly function (a Go call keeps no value
+// bytes. dst and the sources are 8-byte aligned; n1 is 8 and n2 0, or
+// n1 is a positive multiple of 64 and n2 a multiple of 64. On amd64 it is one assembly function (a Go call keeps no value
 // in a register across a call, so one call instead of three saves the
 // spills around each), which reports each fence to the test hook at its
 // place; elsewhere it is the same sequence of barrier calls.
