@@ -228,11 +228,14 @@ func (c *mlx5CQ) poll(wc []WC) int {
 			idx := uint32(binary.BigEndian.Uint16(e[cqeWQECounter:])) & (sq.wqeCnt - 1)
 			r := &mlx5ReqWC[sop>>24]
 			w := &wc[n]
-			*w = WC{ID: sq.wrid[idx], QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
+			// wrid and wqe_head are wqe_cnt long (qpData) and idx is
+			// masked with wqe_cnt - 1: no bounds check needed.
+			*w = WC{ID: *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)),
+				QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
 			if r.len != 0 {
 				mlx5GoodReq(w, e[:])
 			}
-			tail, pend = sq.wqeHead[idx]+1, true
+			tail, pend = *(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4))+1, true
 			n++
 			continue
 		}

@@ -584,9 +584,11 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	}
 	binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
 	binary.BigEndian.PutUint32(w[4:], uint32(size)|m.qpn<<8)
-	sq.wrid[idx] = wr.ID
-	sq.wqeHead[idx] = sq.head
-	sq.wrData[idx] = 0
+	// wrid, wqe_head and wr_data are wqe_cnt long (qpData) and idx is
+	// masked with wqe_cnt - 1: no bounds check needed.
+	*(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)) = wr.ID
+	*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4)) = sq.head
+	*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrData)), uintptr(idx)*4)) = 0
 	curPost += uint32(uint(size*16+mlx5SendWQEBB-1) / mlx5SendWQEBB)
 	sq.curPost = curPost
 	m.fmCache = 0
@@ -599,10 +601,14 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 		n = int(uint(size*16+63) &^ 63) // mlx5_bf_copy
 	}
 	n1 := min(n, len(buf)-c)
-	abi.DoorbellWC(&m.db[mlx5SndDBR], htobe32(curPost&0xffff), unsafe.Add(bf.reg, bf.offset),
-		unsafe.Pointer(&buf[c]), uintptr(n1), unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
+	reg := unsafe.Add(bf.reg, bf.offset)
+	// The BlueFlame half toggles before the doorbell rather than after:
+	// the register is this QP's alone (no bf lock), the offset is not
+	// device-visible, and the send queue lock, released by the
+	// doorbell's last store, covers both.
 	bf.offset ^= bf.bufSize
-	m.sqMu.Unlock()
+	abi.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], htobe32(curPost&0xffff), reg,
+		unsafe.Pointer(&buf[c]), uintptr(n1), unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
 	return nil
 }
 

@@ -55,7 +55,7 @@ TEXT ·flushFence(SB),NOSPLIT|NOFRAME,$0-0
 	MOVQ	56(SI), AX; MOVQ	AX, 56(DI); \
 	ADDQ	$64, SI; ADDQ	$64, DI
 
-// func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr)
+// func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr, release *uint32)
 //
 // providers/mlx5/qp.c post_send_db from udma_to_device_barrier to
 // mmio_flush_writes, for a doorbell that needs no lock: the record
@@ -65,8 +65,10 @@ TEXT ·flushFence(SB),NOSPLIT|NOFRAME,$0-0
 // n2 one too, possibly 0), sfence (mmio_flush_writes). Before each
 // sfence, a hook installed is called (hookFlush), so the hook sees every
 // fence at its place in this one sequence. The arguments are reloaded
-// after each possible call.
-TEXT ·doorbellWC(SB),NOSPLIT,$8-56
+// after each possible call. Last, with release not nil, a store of 0
+// there: under x86-TSO a plain store is a release store (the caller's
+// SpinLock unlocked, DoorbellWCUnlock).
+TEXT ·doorbellWC(SB),NOSPLIT,$8-64
 	NO_LOCAL_POINTERS
 	// udma_to_device_barrier: this call.
 	MOVQ	rec+0(FP), AX
@@ -106,6 +108,11 @@ flush:
 	CALL	·hookFlush(SB)
 fence:
 	SFENCE
+	MOVQ	release+56(FP), AX
+	TESTQ	AX, AX
+	JEQ	done
+	MOVL	$0, (AX)
+done:
 	RET
 
 // func storeRelease32(p *uint32, v uint32): a plain store is a release

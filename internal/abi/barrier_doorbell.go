@@ -21,5 +21,15 @@ import "unsafe"
 // spills around each), which reports each fence to the test hook at its
 // place; elsewhere it is the same sequence of barrier calls.
 func DoorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
-	doorbellWC(rec, val, dst, src1, n1, src2, n2)
+	doorbellWC(rec, val, dst, src1, n1, src2, n2, nil)
+}
+
+// DoorbellWCUnlock is DoorbellWC followed by l.Unlock(), in the same
+// call: post_send_db runs under the send queue's lock, which libmlx5
+// releases right after it (mlx5_spin_unlock), and here the release
+// store is the assembly's last instruction instead of a call of its
+// own. Under the race detector it is DoorbellWC and then l.Unlock()
+// (barrier_doorbell_race.go), so that the detector sees the unlock.
+func DoorbellWCUnlock(l *SpinLock, rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
+	doorbellWCUnlock(l, rec, val, dst, src1, n1, src2, n2)
 }

@@ -5,13 +5,18 @@ package abi
 import "unsafe"
 
 // doorbellWC is DoorbellWC from the barrier functions.
-func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
+// With release not nil, a release store of 0 there ends it
+// (DoorbellWCUnlock).
+func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr, release *uint32) {
 	UDMAToDeviceBarrier()
 	*rec = val
 	MMIOFlushWrites()
 	copyWC(dst, src1, n1)
 	copyWC(unsafe.Add(dst, n1), src2, n2)
 	MMIOFlushWrites()
+	if release != nil {
+		StoreRelease32(release, 0)
+	}
 }
 
 // copyWC copies n bytes in 8-byte stores (mmio_memcpy_x64 and

@@ -1,0 +1,12 @@
+//go:build race
+
+package abi
+
+import "unsafe"
+
+// Under the race detector the unlock is l.Unlock (an atomic store the
+// detector sees), after the doorbell.
+func doorbellWCUnlock(l *SpinLock, rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
+	doorbellWC(rec, val, dst, src1, n1, src2, n2, nil)
+	l.Unlock()
+}
