@@ -128,13 +128,11 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	t := &cmTimer{nodes: make([]cmNode, n)}
 	t.cond = sync.NewCond(&t.mu)
 	ch := a.ch
-	byID := map[*cm.ID]*cmNode{}
 
 	// The event loop: one goroutine handles every event (cma_handler).
 	evCtx, stopEvents := context.WithCancel(ctx)
 	evDone := make(chan struct{})
 	defer func() { stopEvents(); <-evDone }()
-	var mapMu sync.Mutex
 	go func() {
 		defer close(evDone)
 		for {
@@ -146,10 +144,8 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 			if err != nil {
 				return
 			}
-			mapMu.Lock()
-			node := byID[ev.ID]
-			mapMu.Unlock()
-			if node != nil {
+			// The node is the ID's context, as cmtime's id->context.
+			if node, _ := ev.ID.Context.(*cmNode); node != nil {
 				a.cmtimeEvent(t, node, ev)
 			}
 			ev.Ack()
@@ -166,9 +162,6 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 			return err
 		}
 		node.id = id
-		mapMu.Lock()
-		byID[id] = node
-		mapMu.Unlock()
 		node.times[stepCreateID][1] = time.Now()
 	}
 	t.steps[stepCreateID][1] = time.Now()
