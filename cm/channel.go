@@ -96,7 +96,9 @@ func Open(opts *Options) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newChannel(b), nil
+	c := newChannel(b)
+	c.devices.discover()
+	return c, nil
 }
 
 // openAuto picks the backend for BackendAuto. Where rdma_ucm is loaded

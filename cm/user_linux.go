@@ -58,7 +58,9 @@ type user struct {
 // when the kernel's ib_cm owns the class.
 func openUser(o *Options) (*user, error) {
 	trace := o.Trace
-	devs, err := uverbs.Devices()
+	disc := uverbs.DefaultDiscovery
+	disc.SkipGIDs = true // from the device below, not 3 sysfs files per slot
+	devs, err := disc.Devices()
 	if err != nil {
 		return nil, fmt.Errorf("cm: user backend: %w", err)
 	}
@@ -72,7 +74,10 @@ func openUser(o *Options) (*user, error) {
 				continue
 			}
 			if ackDelay < 0 {
-				ackDelay = int(caAckDelay(dev))
+				var d uint8
+				d, dev = deviceFacts(dev)
+				ackDelay = int(d)
+				p = dev.Ports[i]
 			}
 			up, err := u.openPort(dev, p, dev.UMAD[i].Path, !o.UMADSends, uint8(ackDelay))
 			if err != nil {

@@ -3,6 +3,7 @@ package cm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/go-rdma/rdmacm/ece"
@@ -25,6 +26,30 @@ type deviceCache struct {
 	mu     sync.Mutex
 	devs   map[rdma.GUID]*verbsDevice
 	closed bool // the channel closed: nothing opens again
+	// list is the devices found by discover (Open), looked in first.
+	list []uverbs.Device
+}
+
+// discovery finds devices by GUID; it needs no GID tables (the costly
+// part of discovery).
+func discovery() uverbs.Discovery {
+	d := uverbs.DefaultDiscovery
+	d.SkipGIDs = true
+	return d
+}
+
+// discover lists the devices once, when the channel opens, as librdmacm's
+// ucma_init lists them (ibv_get_device_list) before any ID exists: the
+// ID that opens a device then only opens it. A failure leaves the list
+// empty; get discovers again.
+func (d *deviceCache) discover() {
+	devs, err := discovery().Devices()
+	if err != nil {
+		return
+	}
+	d.mu.Lock()
+	d.list = devs
+	d.mu.Unlock()
 }
 
 func (d *deviceCache) get(guid rdma.GUID) (*verbsDevice, error) {
@@ -36,13 +61,12 @@ func (d *deviceCache) get(guid rdma.GUID) (*verbsDevice, error) {
 	if d.closed {
 		return nil, fmt.Errorf("cm: open device: %w", ErrClosed)
 	}
-	// Finding the device by GUID needs no GID tables (the costly part of
-	// discovery).
-	disc := uverbs.DefaultDiscovery
-	disc.SkipGIDs = true
-	devs, err := disc.Devices()
-	if err != nil {
-		return nil, err
+	devs := d.list
+	if !slices.ContainsFunc(devs, func(dev uverbs.Device) bool { return dev.NodeGUID == guid }) {
+		var err error // not listed at Open (or no list): look again
+		if devs, err = discovery().Devices(); err != nil {
+			return nil, err
+		}
 	}
 	for _, dev := range devs {
 		if dev.NodeGUID != guid {
