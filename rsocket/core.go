@@ -94,7 +94,10 @@ func newCore(c coreConfig, peer connDataView, tsgl []byte) *core {
 	if peer.Flags()&flagNet != 0 {
 		k.peerOrder = binary.BigEndian
 	}
-	clear(k.tsgl)
+	// Entry 0 is the peer's data_buf. Entry 1 is the peer's to write and
+	// may already hold its first SGL update (the peer sends credits as
+	// soon as it is connected, maybe before we get here): the memory
+	// starts zeroed and is never cleared here.
 	k.putTarget(0, peer.DataBuf())
 	return k
 }

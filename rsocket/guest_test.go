@@ -68,6 +68,9 @@ func helper(role string, args []string) error {
 		}
 	}
 	defer c.Close()
+	if os.Getenv("RSOCKET_WATCHDOG") != "" {
+		time.AfterFunc(20*time.Second, func() { panic("watchdog") })
+	}
 	return p.run(c)
 }
 
@@ -91,6 +94,9 @@ func startHelper(t *testing.T, ctx context.Context, role, addr string, size, cou
 		t.Fatal(err)
 	}
 	cmd := fmt.Sprintf("%s=%s RSOCKET_ARGS='%s %d %d %d %s' %s", helperEnv, role, addr, size, count, iters, peerBackend, exe)
+	if os.Getenv("RSOCKET_WATCHDOG") != "" {
+		cmd = "GOTRACEBACK=all RSOCKET_WATCHDOG=1 " + cmd + " 2>/host/helper.log"
+	}
 	p, err := guest.Peer().Start(ctx, cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +135,8 @@ func TestGoGoInGuest(t *testing.T) {
 			}
 			p := &rstreamPeer{client: true, size: size, count: 10, iters: 1, verify: true}
 			if err := p.run(c); err != nil {
-				t.Fatal(err)
+				r, _ := srv.Stop(ctx)
+				t.Fatalf("%v\nserver in b: %+v", err, r)
 			}
 			c.Close()
 			waitPeer(t, ctx, srv, "server in b")
