@@ -20,4 +20,6 @@ func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, s
 
 // hookFlush is called by doorbellWC before each of its sfences when a
 // hook is installed.
+//
+//lint:ignore U1000 called from barrier_amd64.s
 func hookFlush() { callBarrierHook(instrFlush) }

@@ -22,7 +22,8 @@ var barrierHook atomic.Pointer[barrierHookBox]
 //
 // Only tests call it (internal/mlx5sim records the position of every
 // barrier relative to the device-visible stores); with no hook
-// installed, a barrier costs one atomic load and a branch more.
+// installed, a barrier costs one load and a branch more, in its
+// assembly. DoorbellWC calls it before each of its fences too.
 func SetBarrierHook(f func(instr string)) (restore func()) {
 	var b *barrierHookBox
 	if f != nil {
@@ -32,12 +33,9 @@ func SetBarrierHook(f func(instr string)) (restore func()) {
 	return func() { barrierHook.Store(old) }
 }
 
-// callBarrierHook calls the installed hook, if any, with instr. It is
-// kept out of line so that the barrier functions stay within the
-// inliner's budget: inlined into the data path, a barrier with no hook
-// installed is one atomic load (a plain load on amd64), a branch and the
-// call to its assembly, where an indirect call of the hook inside it
-// made each barrier a call of its own.
+// callBarrierHook calls the installed hook, if any, with instr (from
+// hooked* in barrier.go and hookFlush, which the assembly reaches only
+// with a hook installed).
 //
 //go:noinline
 func callBarrierHook(instr string) {

@@ -326,7 +326,7 @@ func (g *goRig) iterations(bc *benchCase, k int) {
 		cqmem, ncqe, qpn, ci, wqeIdx := g.cqmem, g.ncqe, g.qpn, g.ci, g.wqeIdx
 		for range wrs {
 			off := int(ci&(ncqe-1)) * 64
-			cqe := cqmem[off : off+64 : off+64]
+			cqe := (*[64]byte)(cqmem[off : off+64])
 			clear(cqe[:56])
 			binary.BigEndian.PutUint32(cqe[56:], uint32(bc.sop)<<24|qpn)
 			binary.BigEndian.PutUint16(cqe[60:], wqeIdx)
@@ -345,6 +345,7 @@ func (g *goRig) iterations(bc *benchCase, k int) {
 			}
 			got += polled
 		}
+		wrs = wrs[:len(wc)]
 		for i := range wc {
 			if wc[i].Status != uverbs.WCSuccess || wc[i].ID != wrs[i].ID {
 				panic(fmt.Sprintf("completion %d: %+v", i, wc[i]))

@@ -1,0 +1,110 @@
+package abi
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"testing"
+	"unsafe"
+)
+
+// TestDoorbellWC checks post_send_db's order through the hook: the
+// doorbell record is stored before the first mmio fence and nothing is
+// copied yet; the copy (both parts of a source that wraps) is complete
+// before the last fence; the fences are those of udma_to_device_barrier,
+// mmio_wc_start and mmio_flush_writes on this GOARCH.
+func TestDoorbellWC(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		n1, n2 int
+	}{{"doorbell", 8, 0}, {"bf64", 64, 0}, {"bf256", 256, 0}, {"bf wrapping", 64, 128}} {
+		t.Run(c.name, func(t *testing.T) {
+			src := make([]uint64, 64) // 512 bytes: part 1 from offset 256, part 2 from 0
+			for i := range src {
+				src[i] = 0x0101010101010101 * uint64(i+1)
+			}
+			srcB := unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 512)
+			dst := make([]uint64, 64)
+			dstB := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 512)
+			var rec uint32
+			w := wantBarrierInstrs() // to device, from device, flush
+			var wantSeen []string
+			if w[0] != "" {
+				wantSeen = append(wantSeen, w[0])
+			}
+			wantSeen = append(wantSeen, w[2], w[2])
+			firstMMIO, last := len(wantSeen)-2, len(wantSeen)-1
+			var seen []string
+			var recAtFirst uint32
+			var copiedAtFirst, copiedAtLast bool
+			want := append(append([]byte(nil), srcB[256:256+c.n1]...), srcB[:c.n2]...)
+			n := c.n1 + c.n2
+			restore := SetBarrierHook(func(instr string) {
+				switch len(seen) {
+				case firstMMIO:
+					recAtFirst = rec
+					copiedAtFirst = !bytes.Equal(dstB[:n], make([]byte, n))
+				case last:
+					copiedAtLast = bytes.Equal(dstB[:n], want)
+				}
+				seen = append(seen, instr)
+			})
+			DoorbellWC(&rec, 0x12345678, unsafe.Pointer(&dst[0]), unsafe.Pointer(&srcB[256]), uintptr(c.n1),
+				unsafe.Pointer(&srcB[0]), uintptr(c.n2))
+			restore()
+			if rec != 0x12345678 || recAtFirst != 0x12345678 {
+				t.Errorf("record %#x, at the first mmio fence %#x; want 0x12345678 both", rec, recAtFirst)
+			}
+			if copiedAtFirst || !copiedAtLast || !bytes.Equal(dstB[:n], want) || !bytes.Equal(dstB[n:], make([]byte, 512-n)) {
+				t.Errorf("copy: begun before the first mmio fence %v, complete at the last %v; dst %x", copiedAtFirst, copiedAtLast, dstB[:n])
+			}
+			if !slices.Equal(seen, wantSeen) {
+				t.Errorf("fences %q, want %q", seen, wantSeen)
+			}
+		})
+	}
+}
+
+func TestDoorbellWCUnlock(t *testing.T) {
+	var l SpinLock
+	l.Lock()
+	src := [8]uint64{1, 2, 3, 4, 5, 6, 7, 8}
+	var dst [8]uint64
+	var rec uint32
+	DoorbellWCUnlock(&l, &rec, 7, unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), 64, unsafe.Pointer(&src[0]), 0)
+	if dst != src || rec != 7 {
+		t.Fatalf("dst %v rec %d", dst, rec)
+	}
+	// Unlocked: a second Lock does not spin forever.
+	l.Lock()
+	l.Unlock()
+}
+
+func TestSpinLock(t *testing.T) {
+	var l SpinLock
+	var wg sync.WaitGroup
+	n := 0
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				l.Lock()
+				n++
+				l.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if n != 16000 {
+		t.Fatalf("counter %d, want 16000", n)
+	}
+}
+
+func TestStoreRelease32(t *testing.T) {
+	var v uint32 = 1
+	StoreRelease32(&v, 0xdeadbeef)
+	if v != 0xdeadbeef {
+		t.Fatalf("%#x", v)
+	}
+}
