@@ -100,7 +100,7 @@ func installTools(share string) error {
 
 const (
 	goStream = "/host/bin/rsocket-stream -backend user"
-	goCopy   = "/host/bin/rsocket-copy -backend user"
+	goCopy   = "/host/bin/rsocket-copy"
 	cCopy    = "/host/bin/rcopy"
 )
 
@@ -147,8 +147,16 @@ func copyCase(t *testing.T, srv, cli *vmtest.Machine, server, client, marker str
 		t.Fatalf("source file: %v %+v", err, r)
 	}
 	want := r.Stdout
-	sp := serveGuest(t, ctx, srv, fmt.Sprintf("cd /tmp && %s -p %d", server, port), marker, port)
-	cr, err := cli.Run(ctx, fmt.Sprintf("%s %s %s:%s -p %d", client, src, srv.Addr, dst, port))
+	// rcopy's options follow the file names (a first argument starting
+	// with '-' means the server); -backend user is for our twin.
+	backend := func(cmd string) string {
+		if cmd == goCopy {
+			return " -backend user"
+		}
+		return ""
+	}
+	sp := serveGuest(t, ctx, srv, fmt.Sprintf("cd /tmp && %s -p %d%s", server, port, backend(server)), marker, port)
+	cr, err := cli.Run(ctx, fmt.Sprintf("%s %s %s:%s -p %d%s", client, src, srv.Addr, dst, port, backend(client)))
 	sr, _ := sp.Stop(context.Background()) // both servers serve until stopped
 	if cr == nil || !cr.Success() {
 		t.Fatalf("client %s: %v %+v\nserver: %+v", client, err, cr, sr)

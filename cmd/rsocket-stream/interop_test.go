@@ -106,7 +106,7 @@ const (
 // serve starts server on m and returns once it listens on port: a Go
 // twin says so on stdout (marker); for a C server (block-buffered
 // stdout) the kernel's cm_id table is the witness.
-func serve(t *testing.T, ctx context.Context, m *vmtest.Machine, server, marker string, port int) *agent.Process {
+func serve(t testing.TB, ctx context.Context, m *vmtest.Machine, server, marker string, port int) *agent.Process {
 	t.Helper()
 	p, err := m.Start(ctx, server)
 	if err != nil {
@@ -135,7 +135,7 @@ func serve(t *testing.T, ctx context.Context, m *vmtest.Machine, server, marker 
 }
 
 // finish waits for a server that exits after its client.
-func finish(t *testing.T, ctx context.Context, p *agent.Process, what string) string {
+func finish(t testing.TB, ctx context.Context, p *agent.Process, what string) string {
 	t.Helper()
 	r, err := p.Wait(ctx)
 	if r == nil || !r.Success() {

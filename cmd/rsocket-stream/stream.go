@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/rsocket"
 )
 
@@ -183,7 +184,11 @@ func (c *config) rsocketOptions(opt optimization) *rsocket.Options {
 }
 
 func (e *endpoint) listen(opt optimization) error {
-	addr := net.JoinHostPort(e.c.bind, e.c.port)
+	bind := e.c.bind
+	if bind == "" && !e.c.tcp && e.c.backend == rdmacm.BackendUser {
+		bind = "0.0.0.0" // our CM engine binds IPv4 only
+	}
+	addr := net.JoinHostPort(bind, e.c.port)
 	var err error
 	if e.c.tcp {
 		e.ln, err = net.Listen("tcp", addr)
