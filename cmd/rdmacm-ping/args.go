@@ -37,6 +37,7 @@ type config struct {
 	pcap            string // -pcap FILE: the user backend's MADs, RoCEv2-framed
 	umadSends       bool   // -umad-sends: the user backend sends through umad
 	cmtimeOwnCQs    bool   // -cmtime-own-cqs: every QP makes its own CQs (cmtime shares the first QP's)
+	lineBuffered    bool   // -line-buffered: -cmtime writes each line at once (as on a terminal)
 }
 
 const usageText = `usage:
@@ -63,6 +64,7 @@ const usageText = `usage:
 	-umad-sends	user backend: send MADs through umad, not from a UD QP (slower; for comparison)
 	-cmtime N	client: time N connections as cmtime does; server: serve them
 	-cmtime-own-cqs	with -cmtime: two CQs per QP (cmtime's QPs share the first one's)
+	-line-buffered	with -cmtime: write each output line at once, as on a terminal (default: at exit, as cmtime's stdio into a pipe)
 	-t seconds	timeout of each step (default 30)
 	-cpuprofile FILE	write a CPU profile (for tuning)`
 
@@ -70,7 +72,7 @@ const usageText = `usage:
 // of short options.
 var longFlags = map[string]bool{
 	"ece": true, "reject-ece": true, "connect-only": true, "disconnect-first": true, "backend": true, "cmtime": true, "help": true,
-	"cpuprofile": true, "pcap": true, "umad-sends": true, "cmtime-own-cqs": true,
+	"cpuprofile": true, "pcap": true, "umad-sends": true, "cmtime-own-cqs": true, "line-buffered": true,
 }
 
 func parseArgs(args []string) (*config, error) {
@@ -198,6 +200,8 @@ func (c *config) setLong(name, v string) error {
 		c.umadSends = true
 	case "cmtime-own-cqs":
 		c.cmtimeOwnCQs = true
+	case "line-buffered":
+		c.lineBuffered = true
 	case "connect-only":
 		c.connectOnly = true
 	case "disconnect-first":

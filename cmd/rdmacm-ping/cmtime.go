@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,7 @@ type cmNode struct {
 var curStep atomic.Int32
 
 type cmTimer struct {
+	out   *stdoutBuffer
 	nodes []cmNode
 	steps [numSteps][2]time.Time
 
@@ -125,7 +127,8 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		return err
 	}
 	n := a.cfg.cmtime
-	t := &cmTimer{nodes: make([]cmNode, n)}
+	t := &cmTimer{nodes: make([]cmNode, n), out: newStdoutBuffer(a.cfg.lineBuffered)}
+	defer t.out.flush()
 	t.cond = sync.NewCond(&t.mu)
 	ch := a.ch
 
@@ -152,7 +155,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		}
 	}()
 
-	fmt.Println("creating id")
+	t.out.println("creating id")
 	t.steps[stepCreateID][0] = time.Now()
 	for i := range t.nodes {
 		node := &t.nodes[i]
@@ -168,7 +171,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	defer a.cmtimeDestroy(t)
 
 	if src.Addr().IsValid() {
-		fmt.Println("binding source address")
+		t.out.println("binding source address")
 		t.steps[stepBind][0] = time.Now()
 		for i := range t.nodes {
 			node := &t.nodes[i]
@@ -190,7 +193,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		return err
 	}
 	runStep = func(t *cmTimer, s cmStep, label string, issue func(node *cmNode) error) error {
-		fmt.Println(label)
+		t.out.println(label)
 		started := 0
 		// The CPU figures (-d) read /proc: a few syscalls, outside the
 		// timed step, skipped without -d so that syscall counts of the
@@ -241,7 +244,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		return err
 	}
 
-	fmt.Println("creating qp")
+	t.out.println("creating qp")
 	curStep.Store(int32(stepCreateQP))
 	// cmtime passes one static ibv_qp_init_attr to every rdma_create_qp,
 	// and rdma_create_qp copies the attributes it completed back into it
@@ -308,7 +311,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	stopEvents()
 	<-evDone
 	a.cmtimeDestroy(t)
-	fmt.Print(t.table(src.Addr().IsValid()))
+	t.out.print(t.table(src.Addr().IsValid()))
 	failed := 0
 	for i := range t.nodes {
 		if t.nodes[i].err {
@@ -321,12 +324,52 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	return nil
 }
 
+// stdoutBuffer buffers the client's stdout as C's stdio does for cmtime:
+// line by line on a terminal, otherwise in full until exit. cmtime's
+// printf("creating qp\n") and the like make no syscall when its output
+// goes to a pipe or file, as in the benchmarks; a write per step here did,
+// just before the step's clock started, and in the guests a write that
+// outlives sysmon's 20 µs tick (a pipe to the test agent) hands the P to
+// another thread and puts sysmon back to waking every 20 µs for the next
+// millisecond or more: 33-52 wake-ups and 3-4 ms of guest CPU inside a
+// 200-ID create id step (ftrace). -line-buffered writes each line, for
+// tools that split a trace at the step lines.
+type stdoutBuffer struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	line bool
+}
+
+func newStdoutBuffer(lineBuffered bool) *stdoutBuffer {
+	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		lineBuffered = true
+	}
+	return &stdoutBuffer{w: bufio.NewWriterSize(os.Stdout, 64<<10), line: lineBuffered}
+}
+
+func (b *stdoutBuffer) print(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.w.WriteString(s)
+	if b.line {
+		b.w.Flush()
+	}
+}
+
+func (b *stdoutBuffer) println(s string) { b.print(s + "\n") }
+
+func (b *stdoutBuffer) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.w.Flush()
+}
+
 // cmtimeDestroy destroys the IDs once (cleanup_nodes).
 func (a *app) cmtimeDestroy(t *cmTimer) {
 	if !t.steps[stepDestroy][0].IsZero() {
 		return
 	}
-	fmt.Println("destroying id")
+	t.out.println("destroying id")
 	t.steps[stepDestroy][0] = time.Now()
 	for i := range t.nodes {
 		node := &t.nodes[i]
@@ -349,13 +392,13 @@ func (a *app) cmtimeEvent(t *cmTimer, node *cmNode, ev *cm.Event) {
 	case cm.EventEstablished:
 		t.end(node, stepConnect, false)
 	case cm.EventAddrError:
-		fmt.Printf("RDMA_CM_EVENT_ADDR_ERROR, error: %d\n", ev.Status)
+		t.out.print(fmt.Sprintf("RDMA_CM_EVENT_ADDR_ERROR, error: %d\n", ev.Status))
 		t.end(node, stepResolveAddr, true)
 	case cm.EventRouteError:
-		fmt.Printf("RDMA_CM_EVENT_ROUTE_ERROR, error: %d\n", ev.Status)
+		t.out.print(fmt.Sprintf("RDMA_CM_EVENT_ROUTE_ERROR, error: %d\n", ev.Status))
 		t.end(node, stepResolveRoute, true)
 	case cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
-		fmt.Printf("event: %v, error: %d\n", ev.Type, ev.Status)
+		t.out.print(fmt.Sprintf("event: %v, error: %d\n", ev.Type, ev.Status))
 		t.end(node, stepConnect, true)
 	case cm.EventDisconnected:
 		t.end(node, stepDisconnect, false)
