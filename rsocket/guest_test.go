@@ -50,7 +50,7 @@ func helper(role string, args []string) error {
 	opts := &rsocket.Options{Backend: rdmacm.Backend(args[4])}
 	p := &rstreamPeer{client: role == "client", size: size, count: count, iters: iters, verify: true}
 	var c net.Conn
-	if role == "server" {
+	if role == "server" || role == "hold" {
 		l, err := rsocket.Listen(args[0], opts)
 		if err != nil {
 			return err
@@ -70,6 +70,11 @@ func helper(role string, args []string) error {
 	defer c.Close()
 	if os.Getenv("RSOCKET_WATCHDOG") != "" {
 		time.AfterFunc(20*time.Second, func() { panic("watchdog") })
+	}
+	if role == "hold" { // the peer of the dead-peer tests: sink until the end
+		fmt.Println("HOLDING")
+		_, err := io.Copy(io.Discard, c)
+		return err
 	}
 	return p.run(c)
 }
@@ -101,7 +106,7 @@ func startHelper(t *testing.T, ctx context.Context, role, addr string, size, cou
 	if err != nil {
 		t.Fatal(err)
 	}
-	if role == "server" {
+	if role == "server" || role == "hold" {
 		if err := p.WaitOutput(ctx, "LISTENING"); err != nil {
 			r, _ := p.Stop(ctx)
 			t.Fatalf("helper: %v %+v", err, r)
@@ -520,3 +525,57 @@ func countFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+// TestKilledPeerInGuest: the peer process is killed (SIGKILL) mid-stream:
+// its kernel tears the connection down, and our blocked Read and Write
+// end with io.EOF or an error instead of hanging.
+func TestKilledPeerInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := startHelper(t, ctx, "hold", guest.Peer().Addr+":7491", 0, 0, 0)
+	defer srv.Stop(ctx)
+	c, err := rsocket.DialContext(ctx, guest.Peer().Addr+":7491", &rsocket.Options{Backend: guestBackend()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := srv.WaitOutput(ctx, "HOLDING"); err != nil {
+		t.Fatal(err)
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		readErr <- err
+	}()
+	writeErr := make(chan error, 1)
+	go func() {
+		b := make([]byte, 65536)
+		for {
+			if _, err := c.Write(b); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if _, err := guest.Peer().Run(ctx, killHelpers); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for name, ch := range map[string]chan error{"read": readErr, "write": writeErr} {
+		select {
+		case err := <-ch:
+			if err == nil {
+				t.Fatalf("%s after the peer was killed: no error", name)
+			}
+			t.Logf("%s after %v: %v", name, time.Since(killed).Round(time.Millisecond), err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s still blocked 30s after the peer was killed", name)
+		}
+	}
+}
+
+// killHelpers kills the test binary's helpers in guest b (busybox has no
+// pkill).
+const killHelpers = `for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = rs.test ] && kill -9 ${p#/proc/}; done; true`
