@@ -48,6 +48,7 @@ type Conn struct {
 	kaTime  time.Duration
 
 	local, remote net.Addr
+	peerData      connDataView // the peer's rs_conn_data
 }
 
 // resources are a connection's verbs objects, made on the device's PD
@@ -120,7 +121,7 @@ func newResources(pd *uverbs.PD, cfg config) (r *resources, err error) {
 	r.cc = coreConfig{
 		sqSize: cfg.sqSize, rqSize: cfg.rqSize, inline: inline, rbufSize: cfg.rbufSize, sbufSize: cfg.sbufSize,
 		rbufAddr: r.rbuf.Addr(), rbufKey: r.rmr.RKey,
-		targetSGLAddr: r.tbuf.Addr(), targetSGLKey: r.tmr.RKey, targetSGLEntries: sglSize,
+		targetSGLAddr: r.tbuf.Addr(), targetSGLKey: r.tmr.RKey, targetSGLEntries: sglSize, bigEndian: hostBigEndian,
 	}
 	cd := r.cc.connData()
 	cd.marshal(&r.data)
@@ -199,6 +200,7 @@ func newConn(ep *rdmacm.Endpoint, r *resources, peer connDataView) (*Conn, error
 	c.rdl.init()
 	c.wdl.init()
 	c.k = newCore(r.cc, peer, r.tbuf.Bytes())
+	c.peerData = peer
 	c.local = net.TCPAddrFromAddrPort(ep.LocalAddr())
 	c.remote = net.TCPAddrFromAddrPort(ep.RemoteAddr())
 	ctx, stop := context.WithCancel(context.Background())

@@ -1,7 +1,6 @@
 package rsocket
 
 import (
-	"encoding/binary"
 	"fmt"
 )
 
@@ -19,10 +18,11 @@ type core struct {
 	rbufKey        uint32 // ... and rkey
 
 	// The peer.
-	peerOrder binary.ByteOrder // the byte order its target SGL is read in
-	remoteSGL sge              // its target SGL: where our SGL updates go
-	remoteSGE uint32           // the entry the next update goes to
-	peerBuf   sge              // its receive buffer's first half (data_buf)
+	peerBig   bool   // its target SGL is big-endian (its NET flag)
+	ownBig    bool   // ours is (the host's order)
+	remoteSGL sge    // its target SGL: where our SGL updates go
+	remoteSGE uint32 // the entry the next update goes to
+	peerBuf   sge    // its receive buffer's first half (data_buf)
 
 	// Sending (rs_can_send).
 	sseqNo, sseqComp        uint16
@@ -59,12 +59,13 @@ type coreConfig struct {
 	targetSGLAddr    uint64
 	targetSGLKey     uint32
 	targetSGLEntries uint32 // sglSize
+	bigEndian        bool   // this host's byte order (tests play the other)
 }
 
 // connData is what this side sends (rs_format_conn_data).
 func (c *coreConfig) connData() connData {
 	var flags uint8 = flagIOMap
-	if hostBigEndian {
+	if c.bigEndian {
 		flags |= flagNet
 	}
 	return connData{
@@ -90,10 +91,7 @@ func newCore(c coreConfig, peer connDataView, tsgl []byte) *core {
 	}
 	// SGL updates go to the peer in its byte order (rsocket.c swaps when
 	// the NET flags differ, RS_OPT_SWAP_SGL).
-	k.peerOrder = binary.LittleEndian
-	if peer.Flags()&flagNet != 0 {
-		k.peerOrder = binary.BigEndian
-	}
+	k.peerBig, k.ownBig = peer.Flags()&flagNet != 0, c.bigEndian
 	// Entry 0 is the peer's data_buf. Entry 1 is the peer's to write and
 	// may already hold its first SGL update (the peer sends credits as
 	// soon as it is connected, maybe before we get here): the memory
@@ -103,11 +101,11 @@ func newCore(c coreConfig, peer connDataView, tsgl []byte) *core {
 }
 
 func (k *core) target(i int) sge {
-	return getSGE(k.tsgl[i*sgeLen:], binary.NativeEndian)
+	return getSGE(k.tsgl[i*sgeLen:], k.ownBig)
 }
 
 func (k *core) putTarget(i int, s sge) {
-	putSGE(k.tsgl[i*sgeLen:], s, binary.NativeEndian)
+	putSGE(k.tsgl[i*sgeLen:], s, k.ownBig)
 }
 
 // fail ends the connection with err (the first error sticks).
@@ -298,7 +296,7 @@ func (k *core) sendCredits() credit {
 	if k.rbufAvail >= k.rbufSize>>1 {
 		half := k.rbufSize >> 1
 		c.withSGE = true
-		putSGE(c.sge[:], sge{Addr: k.rbufAddr + uint64(k.rbufFreeOffset), Key: k.rbufKey, Length: half}, k.peerOrder)
+		putSGE(c.sge[:], sge{Addr: k.rbufAddr + uint64(k.rbufFreeOffset), Key: k.rbufKey, Length: half}, k.peerBig)
 		c.remoteAddr = k.remoteSGL.Addr + uint64(k.remoteSGE)*sgeLen
 		c.rkey = k.remoteSGL.Key
 		k.rbufAvail -= half

@@ -3,7 +3,6 @@ package rsocket
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -32,7 +31,7 @@ type pendingWR struct {
 func memConfig(base uint64, rq, sq uint16, rbuf, sbuf, inline uint32) coreConfig {
 	return coreConfig{sqSize: sq, rqSize: rq, inline: inline, rbufSize: rbuf, sbufSize: sbuf,
 		rbufAddr: base, rbufKey: uint32(base >> 20), targetSGLAddr: base + 1<<24, targetSGLKey: uint32(base>>20) + 1,
-		targetSGLEntries: sglSize}
+		targetSGLEntries: sglSize, bigEndian: hostBigEndian}
 }
 
 // memPair connects two cores; a's conn data goes to b and back.
@@ -132,56 +131,18 @@ func TestCoreStream(t *testing.T) {
 		{"defaults", 384, 384, 1 << 17, 1 << 17, 64},
 		{"small", 16, 16, 4096, 4096, 0},
 		{"odd", 17, 33, 6000, 10000, 16},
+		{"other-endian", 64, 64, 1 << 16, 1 << 15, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tc.rq)))
-			a, b := memPair(memConfig(0x10000000, tc.rq, tc.sq, tc.rbuf, tc.sbuf, tc.inl),
-				memConfig(0x70000000, tc.rq, tc.sq, tc.rbuf, tc.sbuf, tc.inl))
-			src := make([]byte, 3<<20)
-			for i := range src {
-				src[i] = byte(rng.Uint32())
-			}
-			var got []byte
-			sent := 0
-			olen := uint32(olapStartSize)
-			rb := make([]byte, 100000)
-			for steps := 0; len(got) < len(src); steps++ {
-				if steps > 1e6 {
-					t.Fatalf("stalled at %d of %d bytes", len(got), len(src))
-				}
-				switch rng.IntN(5) {
-				case 0:
-					if sent < len(src) {
-						end := min(len(src), sent+1+rng.IntN(200000))
-						sent += a.send(t, src[sent:end], &olen)
-						if rng.IntN(4) == 0 {
-							olen = olapStartSize
-						}
-					}
-				case 1:
-					for range rng.IntN(len(a.pending) + 1) {
-						a.deliver(t)
-					}
-					for range rng.IntN(len(b.pending) + 1) {
-						b.deliver(t)
-					}
-				case 2:
-					a.complete()
-					b.complete()
-				case 3:
-					n := b.k.consume(rb[:1+rng.IntN(len(rb))], b.rbuf)
-					got = append(got, rb[:n]...)
-				case 4:
-					a.credits()
-					b.credits()
-				}
-				if a.k.err != nil || b.k.err != nil {
-					t.Fatal(a.k.err, b.k.err)
-				}
-			}
-			if !bytes.Equal(got, src) {
-				t.Fatal("data differ")
-			}
+			cb := memConfig(0x70000000, tc.rq, tc.sq, tc.rbuf, tc.sbuf, tc.inl)
+			// b plays a host of the other byte order: its NET flag
+			// differs, a writes its SGL updates swapped, b reads its
+			// target SGL in its own order.
+			cb.bigEndian = (tc.name == "other-endian") != hostBigEndian
+			a, b := memPair(memConfig(0x10000000, tc.rq, tc.sq, tc.rbuf, tc.sbuf, tc.inl), cb)
+			streamThrough(t, rng, a, b) // a to b
+			streamThrough(t, rng, b, a) // and back
 		})
 	}
 }
@@ -245,4 +206,53 @@ func TestImmediate(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+// streamThrough sends 3 MiB from a to b through the cores, with
+// deliveries, completions, reads and credits in random order.
+func streamThrough(t *testing.T, rng *rand.Rand, a, b *memSide) {
+	t.Helper()
+	src := make([]byte, 3<<20)
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	var got []byte
+	sent := 0
+	olen := uint32(olapStartSize)
+	rb := make([]byte, 100000)
+	for steps := 0; len(got) < len(src); steps++ {
+		if steps > 1e6 {
+			t.Fatalf("stalled at %d of %d bytes", len(got), len(src))
+		}
+		switch rng.IntN(5) {
+		case 0:
+			if sent < len(src) {
+				end := min(len(src), sent+1+rng.IntN(200000))
+				sent += a.send(t, src[sent:end], &olen)
+				if rng.IntN(4) == 0 {
+					olen = olapStartSize
+				}
+			}
+		case 1:
+			for range rng.IntN(len(a.pending) + 1) {
+				a.deliver(t)
+			}
+			for range rng.IntN(len(b.pending) + 1) {
+				b.deliver(t)
+			}
+		case 2:
+			a.complete()
+			b.complete()
+		case 3:
+			n := b.k.consume(rb[:1+rng.IntN(len(rb))], b.rbuf)
+			got = append(got, rb[:n]...)
+		case 4:
+			a.credits()
+			b.credits()
+		}
+		if a.k.err != nil || b.k.err != nil {
+			t.Fatal(a.k.err, b.k.err)
+		}
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("data differ")
+	}
+}

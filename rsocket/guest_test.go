@@ -224,6 +224,7 @@ func TestRstreamInGuest(t *testing.T) {
 				t.Fatalf("%v\nrstream: %+v", err, r)
 			}
 			waitPeer(t, ctx, cl, "rstream client in b")
+			t.Logf("rstream's REQ private data: % x", rsocket.PeerConnData(c))
 			// rstream's close (SHUT_RDWR) reaches us as the end of stream.
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if n, err := c.Read(make([]byte, 1)); err != io.EOF {
@@ -579,3 +580,47 @@ func TestKilledPeerInGuest(t *testing.T) {
 // killHelpers kills the test binary's helpers in guest b (busybox has no
 // pkill).
 const killHelpers = `for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = rs.test ] && kill -9 ${p#/proc/}; done; true`
+
+// BenchmarkPingPongInGuest is a 64-byte ping-pong between two Conns in
+// guest a (loopback through rxe): latency and allocations per round trip.
+func BenchmarkPingPongInGuest(b *testing.B) {
+	guest.Require(b)
+	ctx := context.Background()
+	l, err := rsocket.Listen(localAddr+":7494", &rsocket.Options{Backend: guestBackend()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.AcceptConn(ctx)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64)
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := rsocket.DialContext(ctx, localAddr+":7494", &rsocket.Options{Backend: guestBackend()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 64)
+	c.SetDeadline(time.Now().Add(time.Hour)) // deadlines armed: they must cost nothing per call
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

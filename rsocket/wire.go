@@ -84,8 +84,8 @@ func (c *connData) marshal(b *[connDataLen]byte) {
 	b[0], b[1] = c.Version, c.Flags
 	binary.BigEndian.PutUint16(b[2:], c.Credits)
 	b[7] = c.TargetIOMapSize
-	putSGE(b[8:], c.TargetSGL, binary.BigEndian)
-	putSGE(b[24:], c.DataBuf, binary.BigEndian)
+	putSGE(b[8:], c.TargetSGL, true)
+	putSGE(b[24:], c.DataBuf, true)
 }
 
 // connDataView reads a peer's rs_conn_data (rs_save_conn_data).
@@ -95,8 +95,8 @@ func (v connDataView) Version() uint8         { return v[0] }
 func (v connDataView) Flags() uint8           { return v[1] }
 func (v connDataView) Credits() uint16        { return binary.BigEndian.Uint16(v[2:]) }
 func (v connDataView) TargetIOMapSize() uint8 { return v[7] }
-func (v connDataView) TargetSGL() sge         { return getSGE(v[8:], binary.BigEndian) }
-func (v connDataView) DataBuf() sge           { return getSGE(v[24:], binary.BigEndian) }
+func (v connDataView) TargetSGL() sge         { return getSGE(v[8:], true) }
+func (v connDataView) DataBuf() sge           { return getSGE(v[24:], true) }
 
 // parseConnData checks a peer's private data once: length, version (as
 // rsocket.c: a version other than 1 is refused), and the values our side
@@ -122,16 +122,27 @@ func parseConnData(b []byte) (connDataView, error) {
 	return v, nil
 }
 
-func putSGE(b []byte, s sge, o binary.ByteOrder) {
+// putSGE and getSGE write and read an rs_sge in big-endian (bigEndian)
+// or little-endian order; concrete calls keep b off the heap.
+func putSGE(b []byte, s sge, bigEndian bool) {
 	_ = b[sgeLen-1]
-	o.PutUint64(b, s.Addr)
-	o.PutUint32(b[8:], s.Key)
-	o.PutUint32(b[12:], s.Length)
+	if bigEndian {
+		binary.BigEndian.PutUint64(b, s.Addr)
+		binary.BigEndian.PutUint32(b[8:], s.Key)
+		binary.BigEndian.PutUint32(b[12:], s.Length)
+		return
+	}
+	binary.LittleEndian.PutUint64(b, s.Addr)
+	binary.LittleEndian.PutUint32(b[8:], s.Key)
+	binary.LittleEndian.PutUint32(b[12:], s.Length)
 }
 
-func getSGE(b []byte, o binary.ByteOrder) sge {
+func getSGE(b []byte, bigEndian bool) sge {
 	_ = b[sgeLen-1]
-	return sge{Addr: o.Uint64(b), Key: o.Uint32(b[8:]), Length: o.Uint32(b[12:])}
+	if bigEndian {
+		return sge{Addr: binary.BigEndian.Uint64(b), Key: binary.BigEndian.Uint32(b[8:]), Length: binary.BigEndian.Uint32(b[12:])}
+	}
+	return sge{Addr: binary.LittleEndian.Uint64(b), Key: binary.LittleEndian.Uint32(b[8:]), Length: binary.LittleEndian.Uint32(b[12:])}
 }
 
 // valueToScale and scaleToValue are rsocket.c's iomap size encoding.
