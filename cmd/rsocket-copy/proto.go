@@ -184,9 +184,11 @@ func serveConn(conn io.ReadWriter, open openFunc, log io.Writer) error {
 			status, err = s.open(h)
 		case cmdClose:
 			fmt.Fprint(log, "closing...")
-			status = 0
-			err = sendResponse(conn, h, 0)
+			err := sendResponse(conn, h, 0)
 			s.closeFile()
+			if err != nil {
+				return err
+			}
 			fmt.Fprintln(log, "done")
 			continue
 		case cmdWrite:
