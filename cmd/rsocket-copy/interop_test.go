@@ -135,18 +135,25 @@ func serveGuest(t *testing.T, ctx context.Context, m *vmtest.Machine, server, ma
 	}
 }
 
-// copyCase copies a 64 MiB file from cli to srv and compares the sha256
-// of both ends.
-func copyCase(t *testing.T, srv, cli *vmtest.Machine, server, client, marker string, port int) {
+// copySource makes a 64 MiB file of random bytes on m once and returns
+// its path and sha256sum line.
+func copySource(t *testing.T, ctx context.Context, m *vmtest.Machine) (string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	src, dst := "/tmp/copy-src.bin", fmt.Sprintf("/tmp/copy-dst-%d.bin", port)
-	r, err := cli.Run(ctx, "head -c 67108864 /dev/urandom > "+src+" && sha256sum < "+src)
+	const src = "/tmp/copy-src.bin"
+	r, err := m.Run(ctx, "head -c 67108864 /dev/urandom > "+src+" && sha256sum < "+src)
 	if r == nil || !r.Success() {
 		t.Fatalf("source file: %v %+v", err, r)
 	}
-	want := r.Stdout
+	return src, r.Stdout
+}
+
+// copyCase copies src (sha256sum line want) from cli to srv and compares
+// the sha256 of the copy.
+func copyCase(t *testing.T, srv, cli *vmtest.Machine, server, client, marker, src, want string, port int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dst := fmt.Sprintf("/tmp/copy-dst-%d.bin", port)
 	// rcopy's options follow the file names (a first argument starting
 	// with '-' means the server); -backend user is for our twin.
 	backend := func(cmd string) string {
@@ -168,22 +175,29 @@ func copyCase(t *testing.T, srv, cli *vmtest.Machine, server, client, marker str
 	if !regexp.MustCompile(`^opening\.\.\.transferring\.\.\.closing\.\.\.done\n67108864 bytes in [0-9.]+ seconds = [0-9.]+ Gb/sec\n$`).MatchString(cr.Stdout) {
 		t.Errorf("client output %q", cr.Stdout)
 	}
-	r, err = srv.Run(ctx, "sha256sum < "+dst+"; rm -f "+dst)
+	r, err := srv.Run(ctx, "sha256sum < "+dst+"; rm -f "+dst)
 	if r == nil || !r.Success() {
 		t.Fatalf("copy: %v %+v", err, r)
 	}
 	if r.Stdout != want {
 		t.Errorf("sha256 of the copy %q, of the source %q", r.Stdout, want)
 	}
-	cli.Run(ctx, "rm -f "+src)
 }
 
 // TestCopyInteropUser: 64 MiB with rcopy on b's kernel CM, our twin on
-// our engine in a as client and as server.
+// our engine in a as client (to b) and as server (from b).
 func TestCopyInteropUser(t *testing.T) {
 	p := pair(t)
-	t.Run("go-client", func(t *testing.T) { copyCase(t, p.B, p.A, cCopy, goCopy, "", 7811) })
-	t.Run("go-server", func(t *testing.T) { copyCase(t, p.A, p.B, goCopy, cCopy, "waiting for connection", 7812) })
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	srcA, wantA := copySource(t, ctx, p.A)
+	defer p.A.Run(context.Background(), "rm -f "+srcA)
+	t.Run("go-client", func(t *testing.T) { copyCase(t, p.B, p.A, cCopy, goCopy, "", srcA, wantA, 7811) })
+	srcB, wantB := copySource(t, ctx, p.B)
+	defer p.B.Run(context.Background(), "rm -f "+srcB)
+	t.Run("go-server", func(t *testing.T) {
+		copyCase(t, p.A, p.B, goCopy, cCopy, "waiting for connection", srcB, wantB, 7812)
+	})
 }
 
 var row = regexp.MustCompile(`(?m)^(\S+ +\S+ +\S+ +\S+ +\S+) +[0-9.]+s +[0-9.]+ +[0-9.]+$`)
