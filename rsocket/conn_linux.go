@@ -247,6 +247,11 @@ func (c *Conn) pollLocked() (int, error) {
 			break
 		}
 	}
+	if total > 0 {
+		// Whoever polls wakes the others: a Read may find the credits a
+		// blocked Write waits for, or a Write the error a Read needs.
+		c.wake()
+	}
 	if c.k.connected && c.k.reposts > 0 {
 		if err := c.r.q.PostRecv(c.r.rwrs[:c.k.reposts]); err != nil {
 			c.k.fail(err)
@@ -282,6 +287,7 @@ func (c *Conn) creditsLocked() {
 func (c *Conn) postLocked() {
 	if err := c.r.q.PostSend(c.swr[:]); err != nil && c.k.connected {
 		c.k.fail(err)
+		c.wake()
 	}
 	c.swr[0] = uverbs.SendWR{}
 }
