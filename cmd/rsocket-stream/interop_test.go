@@ -190,10 +190,6 @@ func streamCase(t *testing.T, srv, cli *vmtest.Machine, server, client, flags st
 	}
 }
 
-// streamSizes: latency at 64 B and 4 KiB, bandwidth at 64 KiB and 1 MiB,
-// few enough transfers for TCG guests (~10 MB/s on this wire).
-var streamSizes = []string{"-S 64 -C 1 -I 200", "-S 4096 -C 1 -I 100", "-S 65536 -C 50 -I 1", "-S 1048576 -C 5 -I 1"}
-
 // TestStreamInterop: our twin against rstream in both roles, every byte
 // verified (-T v): blocking calls at every size, nonblocking at 4 KiB and
 // 64 KiB (the nonblocking C side spins, slowly, in these 1-vCPU guests).
