@@ -188,6 +188,9 @@ func (c *mlx5CQ) swCQE(n uint32) []byte {
 // be a locked instruction (XCHG on amd64) where libmlx5 does a plain
 // store.
 func (c *mlx5CQ) poll(wc []WC) int {
+	if len(wc) == 1 {
+		return c.pollOne(&wc[0])
+	}
 	var cur *mlx5QP // cur_rsc
 	var tail uint32 // cur.sq.tail to store, if pend
 	pend := false
@@ -255,6 +258,53 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	}
 	c.updateCI()
 	return n
+}
+
+// pollOne is poll for one WC (ibv_poll_cq with num_entries 1, as
+// latency-bound callers poll), written out without the loop: across the
+// barrier call only c, w and the CQE are live, where the loop keeps its
+// whole state. Same CQE handling, barrier and doorbell record as poll.
+func (c *mlx5CQ) pollOne(w *WC) int {
+	ci := c.consIndex
+	i := int(ci&c.mask) * mlx5CQESize
+	e := (*[mlx5CQESize]byte)(c.buf[i : i+mlx5CQESize])
+	own := e[cqeOpOwn]
+	if own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
+		c.updateCI()
+		return 0
+	}
+	c.consIndex = ci + 1
+	// Read the CQE only after the ownership check.
+	abi.UDMAFromDeviceBarrier()
+	own = e[cqeOpOwn]
+	if own>>4 == mlx5CQEReq && own&(mlx5InlineScatter32|mlx5InlineScatter64) == 0 {
+		sop := binary.BigEndian.Uint32(e[cqeSopDropQPN:])
+		key := sop & 0xffffff
+		if c.uidxKey {
+			key = binary.BigEndian.Uint32(e[cqeSRQNUIdx:]) & 0xffffff
+		}
+		q := c.rsns.find(key)
+		if q == nil || q.sq.wqeCnt == 0 {
+			c.updateCI()
+			return -1
+		}
+		sq := &q.sq
+		idx := uint32(binary.BigEndian.Uint16(e[cqeWQECounter:])) & (sq.wqeCnt - 1)
+		r := &mlx5ReqWC[sop>>24]
+		// wrid and wqe_head are wqe_cnt long (qpData) and idx is masked
+		// with wqe_cnt - 1: no bounds check needed.
+		*w = WC{ID: *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)),
+			QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
+		if r.len != 0 {
+			mlx5GoodReq(w, e[:])
+		}
+		sq.tail.Store(*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4)) + 1)
+	} else if !c.parse(e[:], w) {
+		c.updateCI()
+		return -1
+	}
+	c.updateCI()
+	return 1
 }
 
 func (c *mlx5CQ) updateCI() {

@@ -562,7 +562,8 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 		if l := int(sges[0].Length); l != 0 {
 			dst := buf[seg : seg+4+l]
 			binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
-			copyInline(dst[4:], sges[0].Addr)
+			// memmove: no loop state here to spill around its call.
+			copy(dst[4:], memAt(sges[0].Addr, l))
 			size += (l + 4 + 15) / 16
 		}
 	} else {
