@@ -29,7 +29,6 @@ type Conn struct {
 	wcs    [32]uverbs.WC
 	swr    [1]uverbs.SendWR
 	sges   [2]uverbs.SGE
-	wrErr  error // a failed post
 	gone   error // why the connection ended (io.EOF: the peer's disconnect)
 	rmu    sync.Mutex
 	wmu    sync.Mutex

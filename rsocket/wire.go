@@ -145,21 +145,6 @@ func getSGE(b []byte, bigEndian bool) sge {
 	return sge{Addr: binary.LittleEndian.Uint64(b), Key: binary.LittleEndian.Uint32(b[8:]), Length: binary.LittleEndian.Uint32(b[12:])}
 }
 
-// valueToScale and scaleToValue are rsocket.c's iomap size encoding.
-func valueToScale(value, bits int) int {
-	if value <= 1<<(bits-1) {
-		return value
-	}
-	return 1<<(bits-1) | value>>bits
-}
-
-func scaleToValue(value, bits int) int {
-	if value <= 1<<(bits-1) {
-		return value
-	}
-	return (value &^ (1 << (bits - 1))) << bits
-}
-
 // hostBigEndian is rs_host_is_net(): the NET flag this host sends.
 var hostBigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
 
