@@ -400,6 +400,9 @@ func (c *Conn) keepalive() {
 func (c *Conn) Read(b []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if isClosed(c.rdl.wait()) { // as a socket: a passed deadline fails at once
+		return 0, c.opErr("read", os.ErrDeadlineExceeded)
+	}
 	for {
 		select {
 		case <-c.closed:
@@ -449,6 +452,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 func (c *Conn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if isClosed(c.wdl.wait()) {
+		return 0, c.opErr("write", os.ErrDeadlineExceeded)
+	}
 	olen := uint32(olapStartSize)
 	sent := 0
 	for sent < len(b) {
