@@ -197,9 +197,9 @@ func TestStreamInterop(t *testing.T) {
 	p := pair(t)
 	port := 7600
 	for _, flags := range []string{
-		"-S 64 -C 1 -I 200 -T b -T v", "-S 4096 -C 1 -I 100 -T b -T v",
-		"-S 65536 -C 50 -I 1 -T b -T v", "-S 1048576 -C 5 -I 1 -T b -T v",
-		"-S 4096 -C 1 -I 100 -T n -T v", "-S 65536 -C 20 -I 1 -T n -T v",
+		"-S 64 -C 1 -I 100 -T b -T v", "-S 4096 -C 1 -I 50 -T b -T v",
+		"-S 65536 -C 30 -I 1 -T b -T v", "-S 1048576 -C 3 -I 1 -T b -T v",
+		"-S 4096 -C 1 -I 50 -T n -T v", "-S 65536 -C 10 -I 1 -T n -T v",
 	} {
 		port++
 		t.Run("go-server/"+flags, func(t *testing.T) { streamCase(t, p.A, p.B, goStream, "rstream", flags, port) })
