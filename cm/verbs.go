@@ -26,7 +26,8 @@ type deviceCache struct {
 	mu     sync.Mutex
 	devs   map[rdma.GUID]*verbsDevice
 	closed bool // the channel closed: nothing opens again
-	// list is the devices found by discover (Open), looked in first.
+	// list is the devices found by discover (Open) or the last look,
+	// tried first.
 	list []uverbs.Device
 }
 
@@ -61,13 +62,25 @@ func (d *deviceCache) get(guid rdma.GUID) (*verbsDevice, error) {
 	if d.closed {
 		return nil, fmt.Errorf("cm: open device: %w", ErrClosed)
 	}
-	devs := d.list
-	if !slices.ContainsFunc(devs, func(dev uverbs.Device) bool { return dev.NodeGUID == guid }) {
-		var err error // not listed at Open (or no list): look again
-		if devs, err = discovery().Devices(); err != nil {
-			return nil, err
+	if slices.ContainsFunc(d.list, func(dev uverbs.Device) bool { return dev.NodeGUID == guid }) {
+		vd, err := d.open(d.list, guid)
+		if err == nil {
+			return vd, nil
 		}
+		// Listed at Open but gone or re-created since (its node moved):
+		// look again.
 	}
+	devs, err := discovery().Devices()
+	if err != nil {
+		return nil, err
+	}
+	d.list = devs
+	return d.open(devs, guid)
+}
+
+// open opens the device of devs with the given GUID, with its PD, and
+// keeps it. Called with d.mu held.
+func (d *deviceCache) open(devs []uverbs.Device, guid rdma.GUID) (*verbsDevice, error) {
 	for _, dev := range devs {
 		if dev.NodeGUID != guid {
 			continue
