@@ -21,9 +21,10 @@ type Options struct {
 	InlineSize int
 	// SQSize and RQSize are the work queue depths (0: 384, rsocket's default).
 	SQSize, RQSize int
-	// KeepAlive is the probe period (0: off, as rsocket without
-	// SO_KEEPALIVE). A peer silent for about twice the period ends the
-	// connection.
+	// KeepAlive is the keepalive period (0: off, as rsocket without
+	// SO_KEEPALIVE): a zero-length RDMA WRITE the peer never sees
+	// (rsocket.c tcp_svc_send_keepalive). A dead peer fails it after the
+	// QP's retries (8 ACK timeouts) and Read and Write return an error.
 	KeepAlive time.Duration
 }
 

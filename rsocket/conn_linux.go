@@ -29,7 +29,6 @@ type Conn struct {
 	wcs    [32]uverbs.WC
 	swr    [1]uverbs.SendWR
 	sges   [2]uverbs.SGE
-	gone   error // why the connection ended (io.EOF: the peer's disconnect)
 	rmu    sync.Mutex
 	wmu    sync.Mutex
 	rwake  chan struct{}
@@ -364,10 +363,8 @@ func (c *Conn) watch() {
 	c.mu.Lock()
 	err := c.ep.Err()
 	if errors.Is(err, io.EOF) {
-		c.gone = io.EOF
 		c.k.disconnected()
 	} else if c.k.connected {
-		c.gone = err
 		c.k.fail(fmt.Errorf("rsocket: %w", err))
 	}
 	c.mu.Unlock()
