@@ -345,6 +345,60 @@ func TestDeadlinesInGuest(t *testing.T) {
 	}
 }
 
+// TestFullDuplexInGuest: both ends write 8 MiB at once while reading the
+// other's (credits and data cross both ways; small buffers so they run
+// out often), and several goroutines share each Conn's Writes.
+func TestFullDuplexInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, s := localPair(t, ctx, 7497, &rsocket.Options{SendBuffer: 16 << 10, RecvBuffer: 16 << 10})
+	const size, writers = 8 << 20, 4
+	errs := make(chan error, 2*writers+2)
+	for _, conn := range []*rsocket.Conn{c, s} {
+		for w := range writers {
+			go func() { // records of 1 KiB: a writer byte and a counter
+				rec := make([]byte, 1024)
+				for i := 0; i < size/writers/len(rec); i++ {
+					rec[0], rec[1], rec[2] = byte(w), byte(i), byte(i>>8)
+					if _, err := conn.Write(rec); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		go func() { // each Write is whole: records arrive unbroken and in order per writer
+			rec := make([]byte, 1024)
+			var next [writers]int
+			for n := 0; n < size; n += len(rec) {
+				if _, err := io.ReadFull(conn, rec); err != nil {
+					errs <- err
+					return
+				}
+				w := int(rec[0])
+				if w >= writers || int(rec[1])|int(rec[2])<<8 != next[w]&0xffff {
+					errs <- fmt.Errorf("record %d: writer %d count %d, want %d", n/len(rec), w, int(rec[1])|int(rec[2])<<8, next[w%writers])
+					return
+				}
+				next[w]++
+			}
+			errs <- nil
+		}()
+	}
+	for range 2*writers + 2 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("full duplex transfer stalled")
+		}
+	}
+}
+
 // TestCloseUnblocksInGuest: Close ends a blocked Read and a blocked Write
 // with net.ErrClosed, and the peer then reads io.EOF.
 func TestCloseUnblocksInGuest(t *testing.T) {
