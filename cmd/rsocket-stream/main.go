@@ -168,6 +168,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	default:
 		return nil, fmt.Errorf("-backend %q: want kernel, user or auto", *backend)
 	}
+	if c.server != "" && c.bind != "" && !c.tcp {
+		c.notes = append(c.notes, "-b on an rsocket client: rsocket.Dial takes no source address; ignored (the route picks it)")
+	}
 	if *format != "" {
 		c.notes = append(c.notes, fmt.Sprintf("-f %s: Go resolves names and numeric addresses itself; ignored", *format))
 	}

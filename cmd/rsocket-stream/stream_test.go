@@ -28,6 +28,9 @@ func TestParseArgs(t *testing.T) {
 	if !c.all || c.custom || !c.tcp || c.blocking || len(c.notes) != 4 {
 		t.Errorf("parsed %+v", c)
 	}
+	if c, err = parseArgs(strings.Fields("-s 192.0.2.2 -b 192.0.2.1"), io.Discard); err != nil || len(c.notes) != 1 {
+		t.Errorf("-b on an rsocket client: %v, notes %q", err, c.notes)
+	}
 	for _, bad := range []string{"-T x", "-S big", "-C -1", "-backend ib", "extra", "-S 0"} {
 		if _, err := parseArgs(strings.Fields(bad), io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
