@@ -186,8 +186,8 @@ func dial(ctx context.Context, address string, opts *Options) (*Conn, error) {
 	// rs_do_connect: a REP whose version is not 1 fails the connect.
 	peer, err := parseConnData(ep.PrivateData())
 	if err != nil {
+		r.close() // before the endpoint, which may close the device
 		ep.Close()
-		r.close()
 		return nil, &net.OpError{Op: "dial", Net: "rdma", Err: err}
 	}
 	return newConn(ep, r, peer)
@@ -599,9 +599,11 @@ func (c *Conn) Close() error {
 		c.stop()
 		c.rdl.close()
 		c.wdl.close()
-		err = c.ep.Close()
 		c.done.Wait()
-		// Every user of the resources holds rmu, wmu or mu.
+		// Every user of the resources holds rmu, wmu or mu. They go
+		// before the endpoint: its Close may release the last reference
+		// to the device, which destroys whatever is still open on it
+		// (uverbs Context.Close), the CQ our driver polls included.
 		c.rmu.Lock()
 		c.wmu.Lock()
 		c.mu.Lock()
@@ -610,6 +612,7 @@ func (c *Conn) Close() error {
 		c.mu.Unlock()
 		c.wmu.Unlock()
 		c.rmu.Unlock()
+		err = c.ep.Close()
 	})
 	return err
 }
