@@ -64,9 +64,20 @@ func helper(role string, args []string) error {
 		}
 	} else {
 		var err error
+		if role == "kaclient" {
+			opts.KeepAlive = 500 * time.Millisecond
+		}
 		if c, err = rsocket.Dial(args[0], opts); err != nil {
 			return err
 		}
+	}
+	if role == "kaclient" { // by hand: how long a dead peer takes to notice
+		fmt.Println("CONNECTED")
+		start := time.Now()
+		_, err := c.Read(make([]byte, 1))
+		fmt.Printf("read after %v: %v\n", time.Since(start), err)
+		c.Close()
+		return nil
 	}
 	defer c.Close()
 	if os.Getenv("RSOCKET_WATCHDOG") != "" {
