@@ -26,6 +26,10 @@ type Options struct {
 	// (rsocket.c tcp_svc_send_keepalive). A dead peer fails it after the
 	// QP's retries (8 ACK timeouts) and Read and Write return an error.
 	KeepAlive time.Duration
+	// IOMapSize is how many windows (Conn.IOMap) the peer may give us to
+	// write into with WriteAt, as RDMA_IOMAPSIZE (0: none, rsocket's
+	// default; rounded as rsocket.c rounds it: above 128 in steps of 256).
+	IOMapSize int
 }
 
 // Dial connects to address ("host:port") with rsockets.

@@ -47,6 +47,12 @@ type Conn struct {
 
 	local, remote net.Addr
 	peerData      connDataView // the peer's rs_conn_data
+
+	// The iomap (under wmu): windows not yet sent, all windows, the
+	// peer's table entries in use.
+	iomapPending []*IOMap
+	iomaps       []*IOMap
+	iomapUsed    []bool
 }
 
 // resources are a connection's verbs objects, made on the device's PD
@@ -104,7 +110,7 @@ func newResources(pd *uverbs.PD, cfg config) (r *resources, err error) {
 	if r.smr, err = pd.RegMR(r.sbuf, qp.AccessLocalWrite); err != nil {
 		return nil, err
 	}
-	if r.tbuf, err = uverbs.AllocBuffer(sglSize * sgeLen); err != nil {
+	if r.tbuf, err = uverbs.AllocBuffer(sglSize*sgeLen + cfg.iomapEntries*iomapLen); err != nil {
 		return nil, err
 	}
 	if r.tmr, err = pd.RegMR(r.tbuf, qp.AccessLocalWrite|qp.AccessRemoteWrite); err != nil {
@@ -119,7 +125,7 @@ func newResources(pd *uverbs.PD, cfg config) (r *resources, err error) {
 	r.cc = coreConfig{
 		sqSize: cfg.sqSize, rqSize: cfg.rqSize, inline: inline, rbufSize: cfg.rbufSize, sbufSize: cfg.sbufSize,
 		rbufAddr: r.rbuf.Addr(), rbufKey: r.rmr.RKey,
-		targetSGLAddr: r.tbuf.Addr(), targetSGLKey: r.tmr.RKey, targetSGLEntries: sglSize, bigEndian: hostBigEndian,
+		targetSGLAddr: r.tbuf.Addr(), targetSGLKey: r.tmr.RKey, targetSGLEntries: sglSize, bigEndian: hostBigEndian, iomapEntries: cfg.iomapEntries,
 	}
 	cd := r.cc.connData()
 	cd.marshal(&r.data)
@@ -199,6 +205,7 @@ func newConn(ep *rdmacm.Endpoint, r *resources, peer connDataView) (*Conn, error
 	c.wdl.init()
 	c.k = newCore(r.cc, peer, r.tbuf.Bytes())
 	c.peerData = peer
+	c.iomapUsed = make([]bool, c.k.remoteIOMap.Length)
 	c.local = net.TCPAddrFromAddrPort(ep.LocalAddr())
 	c.remote = net.TCPAddrFromAddrPort(ep.RemoteAddr())
 	ctx, stop := context.WithCancel(context.Background())
@@ -452,62 +459,21 @@ func (c *Conn) Write(b []byte) (int, error) {
 	if isClosed(c.wdl.wait()) {
 		return 0, c.opErr("write", os.ErrDeadlineExceeded)
 	}
+	if err := c.sendIOMaps(); err != nil {
+		return 0, err
+	}
 	olen := uint32(olapStartSize)
 	sent := 0
 	for sent < len(b) {
-		select {
-		case <-c.closed:
-			return sent, c.opErr("write", net.ErrClosed)
-		default:
-		}
-		c.mu.Lock()
-		if !c.k.canSend() {
-			c.pollLocked()
-		}
-		if c.closing.Load() {
-			c.mu.Unlock()
-			return sent, c.opErr("write", net.ErrClosed)
-		}
-		if err := c.k.err; err != nil {
-			c.mu.Unlock()
-			return sent, c.opErr("write", err)
-		}
-		if !c.k.writable {
-			c.mu.Unlock()
-			return sent, c.opErr("write", errConnReset)
-		}
-		if !c.k.canSend() {
-			c.mu.Unlock()
-			select {
-			case <-c.wwake:
-			case <-c.wdl.wait():
-				return sent, c.opErr("write", os.ErrDeadlineExceeded)
-			case <-c.closed:
-				return sent, c.opErr("write", net.ErrClosed)
-			}
-			continue
+		if err := c.sendSlot("write"); err != nil {
+			return sent, err
 		}
 		w, err := c.k.nextWrite(len(b)-sent, &olen)
 		if err != nil {
 			c.mu.Unlock()
 			return sent, c.opErr("write", err)
 		}
-		chunk := b[sent : sent+int(w.n)]
-		wr := &c.swr[0]
-		*wr = uverbs.SendWR{ID: uint64(w.imm), Opcode: uverbs.OpRDMAWriteWithImm, Imm: w.imm, RemoteAddr: w.remoteAddr, RKey: w.rkey}
-		if w.inline {
-			wr.Flags, wr.InlineData = uverbs.SendInline, chunk
-		} else {
-			sb := c.r.sbuf.Bytes()
-			k := copy(sb[w.seg[0].off:w.seg[0].off+w.seg[0].len], chunk)
-			c.sges[0] = c.r.smr.SGE(int(w.seg[0].off), int(w.seg[0].len))
-			if w.nseg == 2 {
-				copy(sb[:w.seg[1].len], chunk[k:])
-				c.sges[1] = c.r.smr.SGE(0, int(w.seg[1].len))
-			}
-			wr.SGEs = c.sges[:w.nseg]
-		}
-		c.postLocked()
+		c.postPlanned(w, b[sent:sent+int(w.n)], uverbs.OpRDMAWriteWithImm)
 		err = c.k.err
 		c.mu.Unlock()
 		if err != nil {
@@ -607,6 +573,9 @@ func (c *Conn) Close() error {
 		c.rmu.Lock()
 		c.wmu.Lock()
 		c.mu.Lock()
+		for len(c.iomaps) > 0 {
+			c.iomaps[0].release()
+		}
 		c.r.close()
 		c.k.fail(net.ErrClosed)
 		c.mu.Unlock()

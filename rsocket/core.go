@@ -32,6 +32,8 @@ type core struct {
 	ctrlSeqno, ctrlMaxSeqno uint32
 	targetSGE               int
 	tsgl                    []byte // our target SGL, native order: the peer writes it
+	tiomap                  []byte // our iomap table, likewise
+	remoteIOMap             sge    // the peer's iomap table; Length = entries
 
 	// Receiving.
 	rseqNo, rseqComp uint16
@@ -60,6 +62,7 @@ type coreConfig struct {
 	targetSGLKey     uint32
 	targetSGLEntries uint32 // sglSize
 	bigEndian        bool   // this host's byte order (tests play the other)
+	iomapEntries     int    // our iomap table (after the target SGL): the peer's windows
 }
 
 // connData is what this side sends (rs_format_conn_data).
@@ -69,7 +72,7 @@ func (c *coreConfig) connData() connData {
 		flags |= flagNet
 	}
 	return connData{
-		Version: protoVersion, Flags: flags, Credits: c.rqSize,
+		Version: protoVersion, Flags: flags, Credits: c.rqSize, TargetIOMapSize: uint8(valueToScale(c.iomapEntries, 8)),
 		TargetSGL: sge{Addr: c.targetSGLAddr, Key: c.targetSGLKey, Length: c.targetSGLEntries},
 		DataBuf:   sge{Addr: c.rbufAddr, Key: c.rbufKey, Length: c.rbufSize >> 1},
 	}
@@ -84,7 +87,7 @@ func newCore(c coreConfig, peer connDataView, tsgl []byte) *core {
 		rbufSize: c.rbufSize, sbufSize: c.sbufSize, rbufAddr: c.rbufAddr, rbufKey: c.rbufKey,
 		remoteSGL: peer.TargetSGL(), remoteSGE: 1, peerBuf: peer.DataBuf(),
 		sbufAvail: c.sbufSize, ctrlMaxSeqno: qpCtrlSize, sqeAvail: int(c.sqSize) - qpCtrlSize,
-		sseqComp: peer.Credits(), tsgl: tsgl[:sglSize*sgeLen],
+		sseqComp: peer.Credits(), tsgl: tsgl[:sglSize*sgeLen], tiomap: tsgl[sglSize*sgeLen : sglSize*sgeLen+c.iomapEntries*iomapLen],
 		rseqComp: c.rqSize >> 1, rbufFreeOffset: c.rbufSize >> 1, rbufAvail: c.rbufSize >> 1,
 		granted: uint64(c.rbufSize >> 1), rmsg: make([]uint32, int(c.rqSize)+1),
 		readable: true, writable: true, connected: true,
@@ -92,6 +95,11 @@ func newCore(c coreConfig, peer connDataView, tsgl []byte) *core {
 	// SGL updates go to the peer in its byte order (rsocket.c swaps when
 	// the NET flags differ, RS_OPT_SWAP_SGL).
 	k.peerBig, k.ownBig = peer.Flags()&flagNet != 0, c.bigEndian
+	// rs_save_conn_data: the peer's iomap table follows its target SGL.
+	if peer.Flags()&flagIOMap != 0 {
+		t := peer.TargetSGL()
+		k.remoteIOMap = sge{Addr: t.Addr + sgeLen*uint64(t.Length), Key: t.Key, Length: uint32(scaleToValue(int(peer.TargetIOMapSize()), 8))}
+	}
 	// Entry 0 is the peer's data_buf. Entry 1 is the peer's to write and
 	// may already hold its first SGL update (the peer sends credits as
 	// soon as it is connected, maybe before we get here): the memory
@@ -138,8 +146,14 @@ func (k *core) onRecv(imm uint32) {
 	switch msgOp(imm) {
 	case opSGL:
 		k.sseqComp = uint16(data)
-	case opIOMapSGL, opWrite:
-		// rsocket.c ignores both; we offer no iomap (size 0).
+	case opIOMapSGL:
+		// The peer wrote entry data of our iomap table (rsocket.c only
+		// notes it); an index past the table is a lie.
+		if int(data) >= len(k.tiomap)/iomapLen {
+			k.fail(fmt.Errorf("%w: iomap index %d of %d", ErrProtocol, data, len(k.tiomap)/iomapLen))
+		}
+	case opWrite:
+		// Never on the wire; rsocket.c ignores it.
 	case opCtrl:
 		switch data {
 		case ctrlDisconnect:
@@ -187,6 +201,7 @@ func (k *core) onSend(wrID uint64, ok, flushed bool, status fmt.Stringer) {
 		}
 	case opIOMapSGL:
 		k.sqeAvail++
+		k.sbufAvail += iomapLen
 	default:
 		k.sqeAvail++
 		k.sbufAvail += msgData(imm)
@@ -251,23 +266,77 @@ func (k *core) nextWrite(left int, olen *uint32) (write, error) {
 			k.targetSGE = 0
 		}
 	}
+	k.place(&w)
+	return w, nil
+}
+
+// place puts a planned write's bytes inline or in the send-buffer ring
+// (rsend's three cases).
+func (k *core) place(w *write) {
 	switch left := k.sbufSize - k.sbufHead; {
-	case xfer <= k.inline:
+	case w.n <= k.inline:
 		w.inline = true
-	case xfer <= left:
-		w.seg[0].off, w.seg[0].len, w.nseg = k.sbufHead, xfer, 1
-		if xfer < left {
-			k.sbufHead += xfer
+	case w.n <= left:
+		w.seg[0].off, w.seg[0].len, w.nseg = k.sbufHead, w.n, 1
+		if w.n < left {
+			k.sbufHead += w.n
 		} else {
 			k.sbufHead = 0
 		}
 	default:
 		w.seg[0].off, w.seg[0].len = k.sbufHead, left
-		w.seg[1].off, w.seg[1].len = 0, xfer-left
+		w.seg[1].off, w.seg[1].len = 0, w.n-left
 		w.nseg = 2
-		k.sbufHead = xfer - left
+		k.sbufHead = w.n - left
 	}
-	return w, nil
+}
+
+// findIOMap is rs_find_iomap: the peer's window covering off.
+func (k *core) findIOMap(off uint64) (iomapEntry, bool) {
+	for i := 0; i+iomapLen <= len(k.tiomap); i += iomapLen {
+		e := getIOMap(k.tiomap[i:], k.ownBig)
+		if e.SGE.Length != 0 && off >= e.Offset && off-e.Offset < uint64(e.SGE.Length) {
+			return e, true
+		}
+	}
+	return iomapEntry{}, false
+}
+
+// iomapWrite plans rs_write_iomap: our window e goes into entry index of
+// the peer's table, in the peer's byte order. Call it only when canSend.
+func (k *core) iomapWrite(index int, e iomapEntry) (write, [iomapLen]byte, error) {
+	var b [iomapLen]byte
+	if index >= int(k.remoteIOMap.Length) {
+		return write{}, b, fmt.Errorf("rsocket: the peer takes %d mappings: %w", k.remoteIOMap.Length, errNoIOMap)
+	}
+	putIOMap(b[:], e, k.peerBig)
+	w := write{n: iomapLen, imm: msgSet(opIOMapSGL, uint32(index)), remoteAddr: k.remoteIOMap.Addr + uint64(index)*iomapLen, rkey: k.remoteIOMap.Key}
+	k.sseqNo++
+	k.sqeAvail--
+	k.sbufAvail -= iomapLen
+	k.place(&w)
+	return w, b, nil
+}
+
+// nextDirect plans one chunk of riowrite: an RDMA WRITE without
+// immediate of at most left bytes at off into the peer's window e
+// (rs_write_direct). Call it only when canSend.
+func (k *core) nextDirect(left int, off uint64, e iomapEntry, olen *uint32) write {
+	var xfer uint32
+	if uint64(*olen) < uint64(left) {
+		xfer = *olen
+		if *olen < maxTransfer {
+			*olen <<= 1
+		}
+	} else {
+		xfer = uint32(left)
+	}
+	xfer = uint32(min(uint64(xfer), uint64(k.sbufAvail), e.Offset+uint64(e.SGE.Length)-off))
+	w := write{n: xfer, imm: msgSet(opWrite, xfer), remoteAddr: e.SGE.Addr + off - e.Offset, rkey: e.SGE.Key}
+	k.sqeAvail--
+	k.sbufAvail -= xfer
+	k.place(&w)
+	return w
 }
 
 // credit is one credit update (rs_send_credits): a WRITE WITH IMMEDIATE

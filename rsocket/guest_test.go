@@ -51,7 +51,10 @@ func helper(role string, args []string) error {
 	opts := &rsocket.Options{Backend: rdmacm.Backend(args[4])}
 	p := &rstreamPeer{client: role == "client", size: size, count: count, iters: iters, verify: true}
 	var c net.Conn
-	if role == "server" || role == "hold" {
+	if strings.HasPrefix(role, "rio") {
+		opts.IOMapSize = 1 // riostream's RDMA_IOMAPSIZE
+	}
+	if role == "server" || role == "hold" || role == "rioserver" {
 		l, err := rsocket.Listen(args[0], opts)
 		if err != nil {
 			return err
@@ -82,6 +85,10 @@ func helper(role string, args []string) error {
 	defer c.Close()
 	if os.Getenv("RSOCKET_WATCHDOG") != "" {
 		time.AfterFunc(20*time.Second, func() { panic("watchdog") })
+	}
+	if rc, ok := c.(*rsocket.Conn); ok && (role == "rioserver" || role == "rioclient") {
+		rp := &rioPeer{client: role == "rioclient", size: size, count: count, iters: iters, verify: true}
+		return rp.run(rc)
 	}
 	if role == "hold" { // the peer of the dead-peer tests: sink until the end
 		fmt.Println("HOLDING")
@@ -118,7 +125,7 @@ func startHelper(t *testing.T, ctx context.Context, role, addr string, size, cou
 	if err != nil {
 		t.Fatal(err)
 	}
-	if role == "server" || role == "hold" {
+	if role == "server" || role == "hold" || role == "rioserver" {
 		if err := p.WaitOutput(ctx, "LISTENING"); err != nil {
 			r, _ := p.Stop(ctx)
 			t.Fatalf("helper: %v %+v", err, r)
@@ -304,6 +311,88 @@ func localPair(t *testing.T, ctx context.Context, port int, opts *rsocket.Option
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) && errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestRiostreamInGuest: the iomap against librdmacm's riostream in guest
+// b, both roles: windows exchanged, WriteAt into the peer's window, the
+// marker byte polled, the data verified on both sides.
+func TestRiostreamInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	opts := &rsocket.Options{Backend: guestBackend(), IOMapSize: 1}
+	for _, tc := range []struct{ size, count int }{{64, 10}, {4096, 10}} {
+		t.Run(fmt.Sprintf("riostream-server-%d", tc.size), func(t *testing.T) {
+			srv, err := guest.Peer().Start(ctx, fmt.Sprintf("riostream -b %s -p 7500 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c *rsocket.Conn
+			for i := 0; ; i++ {
+				c, err = rsocket.DialContext(ctx, guest.Peer().Addr+":7500", opts)
+				if err == nil || i == 50 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				r, _ := srv.Stop(ctx)
+				t.Fatalf("dial riostream: %v\n%+v", err, r)
+			}
+			defer c.Close()
+			p := &rioPeer{client: true, size: tc.size, count: tc.count, iters: 1, verify: true}
+			if err := p.run(c); err != nil {
+				r, _ := srv.Stop(ctx)
+				t.Fatalf("%v\nriostream: %+v", err, r)
+			}
+			c.Close()
+			waitPeer(t, ctx, srv, "riostream server in b")
+			t.Logf("riostream: %s", srv.Stdout())
+		})
+		t.Run(fmt.Sprintf("riostream-client-%d", tc.size), func(t *testing.T) {
+			l, err := rsocket.Listen(localAddr+":7501", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			cl, err := guest.Peer().Start(ctx, fmt.Sprintf("riostream -s %s -p 7501 -T b -T v -S %d -C %d -I 1", localAddr, tc.size, tc.count))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := l.AcceptConn(ctx)
+			if err != nil {
+				r, _ := cl.Stop(ctx)
+				t.Fatalf("accept: %v\n%+v", err, r)
+			}
+			defer c.Close()
+			p := &rioPeer{size: tc.size, count: tc.count, iters: 1, verify: true}
+			if err := p.run(c); err != nil {
+				r, _ := cl.Stop(ctx)
+				t.Fatalf("%v\nriostream: %+v", err, r)
+			}
+			waitPeer(t, ctx, cl, "riostream client in b")
+			t.Logf("riostream: %s", cl.Stdout())
+		})
+	}
+}
+
+// TestIOMapGoGoInGuest: our iomap between two Go Conns in guest a, a 1 MiB
+// window and the sizes between, both directions.
+func TestIOMapGoGoInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, s := localPair(t, ctx, 7502, &rsocket.Options{IOMapSize: 1})
+	for _, size := range []int{64, 4096, 1 << 20} {
+		errs := make(chan error, 1)
+		go func() { errs <- (&rioPeer{size: size, count: 3, iters: 2, verify: true}).run(s) }()
+		if err := (&rioPeer{client: true, size: size, count: 3, iters: 2, verify: true}).run(c); err != nil {
+			t.Fatalf("size %d client: %v", size, err)
+		}
+		if err := <-errs; err != nil {
+			t.Fatalf("size %d server: %v", size, err)
+		}
+	}
 }
 
 // TestDeadlinesInGuest: a read deadline and a write deadline end blocked

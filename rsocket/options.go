@@ -15,6 +15,7 @@ type config struct {
 	inline         uint32
 	sqSize, rqSize uint16
 	keepAlive      int64 // nanoseconds; 0: off
+	iomapEntries   int
 }
 
 func (o *Options) config() (config, error) {
@@ -27,6 +28,8 @@ func (o *Options) config() (config, error) {
 	switch {
 	case o.SendBuffer < 0 || o.SendBuffer > maxBuf, o.RecvBuffer < 0 || o.RecvBuffer > maxBuf:
 		return config{}, fmt.Errorf("rsocket: buffer sizes %d, %d out of range 0..%d: %w", o.SendBuffer, o.RecvBuffer, maxBuf, rdmacm.ErrInvalidArgument)
+	case o.IOMapSize < 0 || o.IOMapSize > 127<<8:
+		return config{}, fmt.Errorf("rsocket: IOMapSize %d out of range 0..%d: %w", o.IOMapSize, 127<<8, rdmacm.ErrInvalidArgument)
 	case o.SQSize < 0 || o.RQSize < 0 || o.InlineSize > 1<<16 || o.KeepAlive < 0:
 		return config{}, fmt.Errorf("rsocket: negative queue size or keepalive, or inline over 64 KiB: %w", rdmacm.ErrInvalidArgument)
 	}
@@ -55,5 +58,6 @@ func (o *Options) config() (config, error) {
 		return uint16(min(max(v, qpMinSize), qpMaxSize))
 	}
 	c.sqSize, c.rqSize = size(o.SQSize), size(o.RQSize)
+	c.iomapEntries = scaleToValue(valueToScale(o.IOMapSize, 8), 8) // rs_configure's rounding
 	return c, nil
 }

@@ -45,3 +45,21 @@ func (c *Conn) RemoteAddr() net.Addr               { return nil }
 func (c *Conn) SetDeadline(t time.Time) error      { return errNotSupported }
 func (c *Conn) SetReadDeadline(t time.Time) error  { return errNotSupported }
 func (c *Conn) SetWriteDeadline(t time.Time) error { return errNotSupported }
+
+// IOMap is a window the peer writes into (Linux only).
+type IOMap struct{}
+
+// IOMap returns ErrNotSupported off Linux.
+func (c *Conn) IOMap(size int, offset int64) (*IOMap, error) { return nil, errNotSupported }
+
+// WriteAt returns ErrNotSupported off Linux.
+func (c *Conn) WriteAt(p []byte, off int64) (int, error) { return 0, errNotSupported }
+
+// Bytes returns nil off Linux.
+func (m *IOMap) Bytes() []byte { return nil }
+
+// Offset returns 0 off Linux.
+func (m *IOMap) Offset() int64 { return 0 }
+
+// Close returns ErrNotSupported off Linux.
+func (m *IOMap) Close() error { return errNotSupported }

@@ -145,8 +145,56 @@ func getSGE(b []byte, bigEndian bool) sge {
 	return sge{Addr: binary.LittleEndian.Uint64(b), Key: binary.LittleEndian.Uint32(b[8:]), Length: binary.LittleEndian.Uint32(b[12:])}
 }
 
+// valueToScale and scaleToValue are rsocket.c's encoding of
+// target_iomap_size in one byte: up to 128 as is, above in units of 256.
+func valueToScale(value, bits int) int {
+	if value <= 1<<(bits-1) {
+		return value
+	}
+	return 1<<(bits-1) | value>>bits
+}
+
+func scaleToValue(value, bits int) int {
+	if value <= 1<<(bits-1) {
+		return value
+	}
+	return (value &^ (1 << (bits - 1))) << bits
+}
+
+// iomapLen is sizeof(struct rs_iomap): offset u64, then an rs_sge.
+const iomapLen = 8 + sgeLen
+
+// iomapEntry is struct rs_iomap: the peer's window at offset.
+type iomapEntry struct {
+	Offset uint64
+	SGE    sge
+}
+
+func putIOMap(b []byte, e iomapEntry, bigEndian bool) {
+	_ = b[iomapLen-1]
+	if bigEndian {
+		binary.BigEndian.PutUint64(b, e.Offset)
+	} else {
+		binary.LittleEndian.PutUint64(b, e.Offset)
+	}
+	putSGE(b[8:], e.SGE, bigEndian)
+}
+
+func getIOMap(b []byte, bigEndian bool) iomapEntry {
+	_ = b[iomapLen-1]
+	off := binary.LittleEndian.Uint64(b)
+	if bigEndian {
+		off = binary.BigEndian.Uint64(b)
+	}
+	return iomapEntry{Offset: off, SGE: getSGE(b[8:], bigEndian)}
+}
+
 // hostBigEndian is rs_host_is_net(): the NET flag this host sends.
 var hostBigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
+
+// errNoIOMap is a WriteAt outside the peer's windows, or an IOMap the
+// peer has no room for.
+var errNoIOMap = errors.New("no such iomap window")
 
 // errConnReset is the error of a connection the transport lost.
 var errConnReset = errors.New("connection reset")
