@@ -328,12 +328,10 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 // line by line on a terminal, otherwise in full until exit. cmtime's
 // printf("creating qp\n") and the like make no syscall when its output
 // goes to a pipe or file, as in the benchmarks; a write per step here did,
-// just before the step's clock started, and in the guests a write that
-// outlives sysmon's 20 µs tick (a pipe to the test agent) hands the P to
-// another thread and puts sysmon back to waking every 20 µs for the next
-// millisecond or more: 33-52 wake-ups and 3-4 ms of guest CPU inside a
-// 200-ID create id step (ftrace). -line-buffered writes each line, for
-// tools that split a trace at the step lines.
+// just before the step's clock started (in the guests, into the test
+// agent's pipe: a call that can outlive sysmon's 20 µs tick, which then
+// hands the P to another thread, runtime/proc.go retake). -line-buffered
+// writes each line, for tools that split a trace at the step lines.
 type stdoutBuffer struct {
 	mu   sync.Mutex
 	w    *bufio.Writer
