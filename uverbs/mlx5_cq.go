@@ -173,8 +173,8 @@ func (c *mlx5CQ) swCQE(n uint32) []byte {
 	return nil
 }
 
-// poll is poll_cq: up to len(wc) CQEs; SET_CI is written on every call
-// (update_cons_index). It returns -1 (CQ_POLL_ERR) for a CQE naming an
+// pollList is poll_cq for up to len(wc) CQEs (poll, for any length but
+// one); SET_CI is written on every call (update_cons_index). It returns -1 (CQ_POLL_ERR) for a CQE naming an
 // unknown QP; that CQE is consumed, as in libmlx5.
 //
 // A successful requester CQE without scatter-to-CQE, the common case, is
@@ -184,13 +184,9 @@ func (c *mlx5CQ) swCQE(n uint32) []byte {
 // or QP number). The send queue's tail that such CQEs advance is kept
 // in a local and stored once, before the next CQE parse handles, a
 // change of QP, or the return (all under the CQ lock, which
-// mlx5_wq_overflow's second look takes): an atomic store per CQE would
-// be a locked instruction (XCHG on amd64) where libmlx5 does a plain
-// store.
-func (c *mlx5CQ) poll(wc []WC) int {
-	if len(wc) == 1 {
-		return c.pollOne(&wc[0])
-	}
+// mlx5_wq_overflow's second look takes): the tail's store is a release
+// store (wqTail), a call, where libmlx5 does a plain store.
+func (c *mlx5CQ) pollList(wc []WC) int {
 	var cur *mlx5QP // cur_rsc
 	var tail uint32 // cur.sq.tail to store, if pend
 	pend := false
@@ -260,11 +256,16 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	return n
 }
 
-// pollOne is poll for one WC (ibv_poll_cq with num_entries 1, as
-// latency-bound callers poll), written out without the loop: across the
-// barrier call only c, w and the CQE are live, where the loop keeps its
-// whole state. Same CQE handling, barrier and doorbell record as poll.
-func (c *mlx5CQ) pollOne(w *WC) int {
+// poll is poll_cq: a poll of one WC (ibv_poll_cq with num_entries 1,
+// as latency-bound callers poll) is written out here without the loop:
+// across the barrier call only c, the WC and the CQE are live, where
+// the loop keeps its whole state. Any other length goes to pollList.
+// Same CQE handling, barrier and doorbell record in both.
+func (c *mlx5CQ) poll(wc []WC) int {
+	if len(wc) != 1 {
+		return c.pollList(wc)
+	}
+	w := &wc[0]
 	ci := c.consIndex
 	i := int(ci&c.mask) * mlx5CQESize
 	e := (*[mlx5CQESize]byte)(c.buf[i : i+mlx5CQESize])
