@@ -169,6 +169,12 @@ func TestCoreHostile(t *testing.T) {
 	if !errors.Is(a.k.err, ErrProtocol) {
 		t.Fatalf("17 messages on 16 credits: %v", a.k.err)
 	}
+	// An iomap index past our table (we offer none here).
+	a, _ = memPair(memConfig(0x10000000, 16, 16, 4096, 4096, 64), memConfig(0x70000000, 16, 16, 4096, 4096, 64))
+	a.k.onRecv(msgSet(opIOMapSGL, 0))
+	if !errors.Is(a.k.err, ErrProtocol) {
+		t.Fatalf("iomap index 0 of 0: %v", a.k.err)
+	}
 	// A target SGE outside the peer's buffer is refused before any write.
 	a, _ = memPair(memConfig(0x10000000, 16, 16, 4096, 4096, 64), memConfig(0x70000000, 16, 16, 4096, 4096, 64))
 	a.k.putTarget(0, sge{Addr: 0x70000000 + 4000, Key: 0x700, Length: 2048})

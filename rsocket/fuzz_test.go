@@ -87,11 +87,13 @@ func FuzzCore(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0, 0, 0, 0x08, 0, 3, 0, 0, 8, 0}, 10))
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		cfg := memConfig(0x10000000, 16, 16, 8192, 8192, 64)
+		cfg.iomapEntries = 2
 		peer := memConfig(0x70000000, 16, 16, 8192, 8192, 64)
+		peer.iomapEntries = 1
 		var pd [connDataLen]byte
 		pc := peer.connData()
 		pc.marshal(&pd)
-		tsgl := make([]byte, sglSize*sgeLen)
+		tsgl := make([]byte, sglSize*sgeLen+cfg.iomapEntries*iomapLen)
 		k := newCore(cfg, connDataView(pd[:]), tsgl)
 		rbuf := make([]byte, cfg.rbufSize)
 		dst := make([]byte, 5000)
@@ -100,13 +102,29 @@ func FuzzCore(f *testing.F) {
 		for len(ops) >= 5 {
 			op, arg := ops[0], binary.BigEndian.Uint32(ops[1:5])
 			ops = ops[5:]
-			switch op % 6 {
+			switch op % 8 {
 			case 0: // the peer's WRITE WITH IMMEDIATE
 				k.onRecv(arg)
-			case 1: // the peer writes an entry of our target SGL
+			case 1: // the peer writes an entry of our target SGL or iomap table
 				if len(ops) >= 16 {
-					copy(tsgl[int(arg%sglSize)*sgeLen:], ops[:16])
+					copy(tsgl[int(arg%uint32(len(tsgl)/16))*16:], ops[:16])
 					ops = ops[16:]
+				}
+			case 6: // riowrite into the peer's windows (from our table)
+				if k.canSend() {
+					if e, ok := k.findIOMap(uint64(arg)); ok {
+						w := k.nextDirect(int(arg%100000)+1, uint64(arg), e, &olen)
+						posted = append(posted, uint64(w.imm))
+						if w.n == 0 || w.seg[0].off+w.seg[0].len > cfg.sbufSize || w.seg[1].off+w.seg[1].len > cfg.sbufSize {
+							t.Fatalf("direct write %+v past the %d-byte send buffer", w, cfg.sbufSize)
+						}
+					}
+				}
+			case 7: // riomap: our window into the peer's table
+				if k.canSend() {
+					if w, _, err := k.iomapWrite(int(arg%2), iomapEntry{Offset: uint64(arg), SGE: sge{Addr: 1, Key: 2, Length: 3}}); err == nil {
+						posted = append(posted, uint64(w.imm))
+					}
 				}
 			case 2: // a completion of one of ours, maybe failed
 				if len(posted) > 0 {

@@ -19,7 +19,13 @@ func TestOptionsConfig(t *testing.T) {
 	if err != nil || c.sbufSize != 1<<20 || c.rbufSize != 2*sndLowat || c.inline != 0 || c.sqSize != 16 || c.rqSize != 0xFFFE {
 		t.Fatalf("set: %+v %v", c, err)
 	}
-	for _, o := range []Options{{SendBuffer: -1}, {RQSize: -1}, {KeepAlive: -1}, {InlineSize: 1 << 20}} {
+	// RDMA_IOMAPSIZE's one-byte scale: up to 128 as is, then steps of 256.
+	for in, want := range map[int]int{0: 0, 1: 1, 128: 128, 129: 128, 300: 256, 1000: 768} {
+		if c, err := (&Options{IOMapSize: in}).config(); err != nil || c.iomapEntries != want {
+			t.Errorf("IOMapSize %d: %d entries, %v; want %d", in, c.iomapEntries, err, want)
+		}
+	}
+	for _, o := range []Options{{SendBuffer: -1}, {RQSize: -1}, {KeepAlive: -1}, {InlineSize: 1 << 20}, {IOMapSize: -1}} {
 		if _, err := o.config(); !errors.Is(err, rdmacm.ErrInvalidArgument) {
 			t.Errorf("%+v: %v", o, err)
 		}
