@@ -3,7 +3,8 @@ package uverbs
 // mlx5 CQs: buffer and doorbell record (verbs.c create_cq), polling
 // (cq.c mlx5_poll_one / mlx5_parse_cqe, non-lazy path), arming
 // (mlx5_arm_cq) and cleaning (__mlx5_cq_clean). unsafe: the CQ ring,
-// doorbell record and UAR are mmap'd device memory (see mlx5.go).
+// doorbell record and UAR are mmap'd device memory (see mlx5.go); poll
+// indexes a QP's per-WQEBB arrays without bounds checks (see there).
 
 import (
 	"encoding/binary"

@@ -5,9 +5,9 @@ package uverbs
 // (mlx5_post_recv) and scatter-to-CQE copy-out (mlx5_copy_to_*_wqe).
 // unsafe: WQ buffers, doorbell records and BlueFlame registers are
 // mmap'd device memory (see mlx5.go); user SGE memory is reached by
-// address (memAt) for inline sends and scatter-to-CQE; postRC indexes
-// the per-WQEBB arrays and copies inline data without bounds checks or
-// a call (see there).
+// address (memAt) for inline sends and scatter-to-CQE; postSend and
+// postRC index the per-WQEBB arrays without bounds checks, and postRC
+// copies inline data without a call (see there).
 
 import (
 	"encoding/binary"
