@@ -672,16 +672,20 @@ func TestNoLeakInGuest(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	fds, gs := countFDs(t), runtime.NumGoroutine()
 	start := time.Now()
-	for range leakCycles {
+	cycles := leakCycles
+	if guestBackend() == rdmacm.BackendUser && os.Getenv("RSOCKET_LEAK_CYCLES") == "" {
+		cycles = 200 // the kernel run does the 1,000; this one keeps make vmtest short
+	}
+	for range cycles {
 		cycle()
 	}
-	t.Logf("%d cycles in %v (dial %v, close %v in all)", leakCycles, time.Since(start), tDial, tClose)
+	t.Logf("%d cycles in %v (dial %v, close %v in all)", cycles, time.Since(start), tDial, tClose)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) && (countFDs(t) > fds || runtime.NumGoroutine() > gs) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n, g := countFDs(t), runtime.NumGoroutine(); n > fds || g > gs {
-		t.Fatalf("after %d cycles: %d fds (was %d), %d goroutines (was %d)", leakCycles, n, fds, g, gs)
+		t.Fatalf("after %d cycles: %d fds (was %d), %d goroutines (was %d)", cycles, n, fds, g, gs)
 	}
 }
 
