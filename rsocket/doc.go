@@ -1,9 +1,12 @@
 // Package rsocket is a net.Conn over RDMA that speaks librdmacm's rsockets
 // protocol (rsocket.c, rdma-core v44): a Go program can talk to C programs
-// using rsockets (rstream, rcopy, anything LD_PRELOADed with librspreload)
-// and to other Go programs, with no cgo.
+// using rsockets (rstream, rcopy, riostream, anything LD_PRELOADed with
+// librspreload) and to other Go programs, with no cgo.
 //
 // Dial and Listen take "host:port" strings; a Dialer plugs into
-// http.Transport.DialContext and gRPC's WithContextDialer. See
-// docs/rsocket.md for the protocol and what is proven where.
+// http.Transport.DialContext and gRPC's WithContextDialer. Conn.CloseWrite
+// half-closes; deadlines, Close and io.EOF behave as on a TCP connection.
+// Conn.IOMap and Conn.WriteAt are rsockets' riomap and riowrite: windows of
+// memory the peer writes into directly. See docs/rsocket.md for the
+// protocol and what is proven where.
 package rsocket
