@@ -64,7 +64,7 @@ var fakeQPN uint32 = 0x1000
 
 func nextQPN() uint32 { fakeQPN++; return fakeQPN }
 
-func kctx(t *testing.T, d time.Duration) context.Context {
+func kctx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

@@ -49,12 +49,58 @@ const (
 const IoctlMaxAttrs = 20
 
 // IoctlCall builds and runs one RDMA_VERBS_IOCTL. The header and the
-// attribute array are contiguous, as the kernel reads them. Pointers handed
-// to the kernel are pinned until Release. Use one call per ioctl.
+// attribute array are contiguous, as the kernel reads them. The buffers
+// of PTR_IN and PTR_OUT attributes are copied into a scratch page outside
+// the Go heap (the outputs copied back when the call returns), or, without
+// one, pinned until it returns. Use one call per ioctl.
 type IoctlCall struct {
 	hdr   IoctlHdr
 	attrs [IoctlMaxAttrs]IoctlAttr
 	pin   runtime.Pinner
+	s     *scratch
+	used  int
+	outs  [IoctlMaxAttrs]ioctlOut
+	nOuts int
+}
+
+// ioctlOut is a PTR_OUT buffer b whose kernel copy is at off in the
+// scratch page.
+type ioctlOut struct {
+	b   []byte
+	off int
+}
+
+// room reserves n bytes (8-byte aligned) of the call's scratch page and
+// returns their offset; ok is false without a page or room.
+func (c *IoctlCall) room(n int) (off int, ok bool) {
+	if c.s == nil {
+		if c.s = getScratch(); c.s == nil {
+			return 0, false
+		}
+	}
+	off = (c.used + 7) &^ 7
+	if off+n > len(c.s.mem) {
+		return 0, false
+	}
+	c.used = off + n
+	return off, true
+}
+
+// finish copies the outputs back from the scratch page; release also
+// returns the page and unpins what was pinned.
+func (c *IoctlCall) finish(release bool) {
+	for _, o := range c.outs[:c.nOuts] {
+		copy(o.b, c.s.mem[o.off:])
+	}
+	if !release {
+		return
+	}
+	c.nOuts = 0
+	if c.s != nil {
+		putScratch(c.s)
+		c.s, c.used = nil, 0
+	}
+	c.pin.Unpin()
 }
 
 // NewIoctl starts a call of method on object for a device with driverID.
@@ -88,19 +134,31 @@ func (c *IoctlCall) U32(id uint16, v uint32) int {
 func (c *IoctlCall) U64(id uint16, v uint64) int { return c.add(id, 8, AttrFMandatory, v) }
 
 // In adds a PTR_IN attribute: inline when it fits in 8 bytes, else a
-// pointer to b, which stays pinned until Release.
+// copy of b (taken now) in the scratch page, or b itself pinned.
 func (c *IoctlCall) In(id uint16, b []byte) int {
 	if len(b) <= 8 {
 		return c.add(id, uint16(len(b)), AttrFMandatory, InlineBytes(b))
+	}
+	if off, ok := c.room(len(b)); ok {
+		copy(c.s.mem[off:], b)
+		return c.add(id, uint16(len(b)), AttrFMandatory, Ptr(unsafe.Pointer(&c.s.mem[off])))
 	}
 	c.pin.Pin(&b[0])
 	return c.add(id, uint16(len(b)), AttrFMandatory, SlicePtr(b))
 }
 
-// Out adds a PTR_OUT attribute for the buffer b, pinned until Release.
+// Out adds a PTR_OUT attribute for the buffer b: the kernel writes a
+// copy in the scratch page, copied into b when the call returns (b's
+// bytes the kernel leaves alone stay as they were), or b itself pinned.
 func (c *IoctlCall) Out(id uint16, b []byte) int {
 	if len(b) == 0 {
 		return c.add(id, 0, AttrFMandatory, 0)
+	}
+	if off, ok := c.room(len(b)); ok {
+		copy(c.s.mem[off:], b)
+		c.outs[c.nOuts] = ioctlOut{b: b, off: off}
+		c.nOuts++
+		return c.add(id, uint16(len(b)), AttrFMandatory, Ptr(unsafe.Pointer(&c.s.mem[off])))
 	}
 	c.pin.Pin(&b[0])
 	return c.add(id, uint16(len(b)), AttrFMandatory, SlicePtr(b))

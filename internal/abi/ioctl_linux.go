@@ -17,12 +17,12 @@ import (
 func (c *IoctlCall) Do(fd int) error {
 	c.Encoded()
 	if handled, err := c.viaTestDevice(fd); handled {
-		c.pin.Unpin()
+		c.finish(true)
 		return err
 	}
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
-	c.pin.Unpin()
+	c.finish(true)
 	if e != 0 {
 		return e
 	}
@@ -38,12 +38,12 @@ func (c *IoctlCall) Do(fd int) error {
 func (c *IoctlCall) DoShort(fd int) error {
 	c.Encoded()
 	if handled, err := c.viaTestDevice(fd); handled {
-		c.pin.Unpin()
+		c.finish(true)
 		return err
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
-	c.pin.Unpin()
+	c.finish(true)
 	if e != 0 {
 		return e
 	}
@@ -74,14 +74,17 @@ func WriteShort(fd int, b []byte) (int, error) {
 // DoRaw is Do without the runtime's syscall bookkeeping, for calls that
 // never block (the kernel returns at once): the scheduler then has no
 // reason to hand the P to another thread meanwhile. The call can be run
-// again; it must not reference memory that needs pinning.
+// again; it must not reference memory that needs pinning, and keeps its
+// scratch page (In over 8 bytes, Out) for the next run.
 func (c *IoctlCall) DoRaw(fd int) error {
 	c.Encoded()
 	if handled, err := c.viaTestDevice(fd); handled {
+		c.finish(false)
 		return err
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), RDMAVerbsIoctl, uintptr(unsafe.Pointer(&c.hdr)))
 	runtime.KeepAlive(c)
+	c.finish(false)
 	if e != 0 {
 		return e
 	}

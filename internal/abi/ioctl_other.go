@@ -21,7 +21,7 @@ func (c *IoctlCall) Do(fd int) error {
 	if handled, derr := c.viaTestDevice(fd); handled {
 		err = derr
 	}
-	c.pin.Unpin()
+	c.finish(true)
 	return err
 }
 

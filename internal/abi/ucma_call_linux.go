@@ -13,10 +13,10 @@ import (
 // (/dev/infiniband/rdma_cm, drivers/infiniband/core/ucma.c) and returns
 // the kernel's response, if the command has one, by value. The user
 // pointers the ABI carries (a response, SET_OPTION's value) are filled in
-// here and point at memory pinned across the write (runtime.Pinner: on
-// the heap, where it neither moves nor is freed; a goroutine stack may
-// move under a pointer the ABI carries as an integer), so callers need no
-// unsafe. Fields the call fills in (Response, OptVal) are
+// here and point into a page outside the Go heap that the command is
+// built in (see ucmaExec; a goroutine stack may move under a pointer the
+// ABI carries as an integer, and pinning heap memory costs more), so
+// callers need no unsafe. Fields the call fills in (Response, OptVal) are
 // overwritten. Errors are the raw errno (unix.Errno); EINTR is the
 // caller's to retry.
 
@@ -32,16 +32,16 @@ func UcmaDestroyIDCall(fd int, id uint32) (UcmaDestroyIDResp, error) {
 }
 
 // UcmaBindCall runs BIND.
-func UcmaBindCall(fd int, c *UcmaBind) error { return ucmaExec(fd, UcmaCmdBind, c, 0, nil) }
+func UcmaBindCall(fd int, c *UcmaBind) error { return ucmaExec(fd, UcmaCmdBind, c, nil, nil, 0) }
 
 // UcmaResolveAddrCall runs RESOLVE_ADDR.
 func UcmaResolveAddrCall(fd int, c *UcmaResolveAddr) error {
-	return ucmaExec(fd, UcmaCmdResolveAddr, c, 0, nil)
+	return ucmaExec(fd, UcmaCmdResolveAddr, c, nil, nil, 0)
 }
 
 // UcmaResolveRouteCall runs RESOLVE_ROUTE.
 func UcmaResolveRouteCall(fd int, c *UcmaResolveRoute) error {
-	return ucmaExec(fd, UcmaCmdResolveRoute, c, 0, nil)
+	return ucmaExec(fd, UcmaCmdResolveRoute, c, nil, nil, 0)
 }
 
 // UcmaQueryAddrCall runs QUERY with RDMA_USER_CM_QUERY_ADDR for ID id.
@@ -55,8 +55,8 @@ func UcmaQueryAddrCall(fd int, id uint32) (UcmaQueryAddrResp, error) {
 // reported (at most maxPaths).
 func UcmaQueryPathCall(fd int, id uint32, maxPaths int) ([]UcmaPathRecData, error) {
 	buf := make([]byte, SizeofUcmaQueryPathResp+maxPaths*SizeofUcmaPathRecData)
-	c := UcmaQuery{Response: SlicePtr(buf), ID: id, Option: UcmaQueryPath}
-	err := ucmaExec(fd, UcmaCmdQuery, &c, len(buf), &buf[0])
+	c := UcmaQuery{ID: id, Option: UcmaQueryPath}
+	err := ucmaExec(fd, UcmaCmdQuery, &c, &c.Response, buf, len(buf))
 	if err != nil {
 		return nil, err
 	}
@@ -70,23 +70,23 @@ func UcmaQueryPathCall(fd int, id uint32, maxPaths int) ([]UcmaPathRecData, erro
 }
 
 // UcmaListenCall runs LISTEN.
-func UcmaListenCall(fd int, c *UcmaListen) error { return ucmaExec(fd, UcmaCmdListen, c, 0, nil) }
+func UcmaListenCall(fd int, c *UcmaListen) error { return ucmaExec(fd, UcmaCmdListen, c, nil, nil, 0) }
 
 // UcmaConnectCall runs CONNECT with the full struct (ECE included).
 func UcmaConnectCall(fd int, c *UcmaConnect) error {
-	return ucmaExec(fd, UcmaCmdConnect, c, 0, nil)
+	return ucmaExec(fd, UcmaCmdConnect, c, nil, nil, 0)
 }
 
 // UcmaAcceptCall runs ACCEPT with the full struct (ECE included).
-func UcmaAcceptCall(fd int, c *UcmaAccept) error { return ucmaExec(fd, UcmaCmdAccept, c, 0, nil) }
+func UcmaAcceptCall(fd int, c *UcmaAccept) error { return ucmaExec(fd, UcmaCmdAccept, c, nil, nil, 0) }
 
 // UcmaRejectCall runs REJECT.
-func UcmaRejectCall(fd int, c *UcmaReject) error { return ucmaExec(fd, UcmaCmdReject, c, 0, nil) }
+func UcmaRejectCall(fd int, c *UcmaReject) error { return ucmaExec(fd, UcmaCmdReject, c, nil, nil, 0) }
 
 // UcmaDisconnectCall runs DISCONNECT for ID id.
 func UcmaDisconnectCall(fd int, id uint32) error {
 	c := UcmaDisconnect{ID: id}
-	return ucmaExec(fd, UcmaCmdDisconnect, &c, 0, nil)
+	return ucmaExec(fd, UcmaCmdDisconnect, &c, nil, nil, 0)
 }
 
 // UcmaInitQPAttrCall runs INIT_QP_ATTR for ID id and QP state state.
@@ -101,13 +101,12 @@ func UcmaSetOptionCall(fd int, id, level, name uint32, val []byte) error {
 	if len(val) == 0 {
 		return unix.EINVAL
 	}
-	buf := append([]byte(nil), val...) // pinned by ucmaExec
-	c := UcmaSetOption{OptVal: SlicePtr(buf), ID: id, Level: level, OptName: name, OptLen: uint32(len(buf))}
-	return ucmaExec(fd, UcmaCmdSetOption, &c, 0, &buf[0])
+	c := UcmaSetOption{ID: id, Level: level, OptName: name, OptLen: uint32(len(val))}
+	return ucmaExec(fd, UcmaCmdSetOption, &c, &c.OptVal, val, 0)
 }
 
 // UcmaNotifyCall runs NOTIFY.
-func UcmaNotifyCall(fd int, c *UcmaNotify) error { return ucmaExec(fd, UcmaCmdNotify, c, 0, nil) }
+func UcmaNotifyCall(fd int, c *UcmaNotify) error { return ucmaExec(fd, UcmaCmdNotify, c, nil, nil, 0) }
 
 // UcmaJoinMcastCall runs JOIN_MCAST; it sets c.Response. The response
 // holds the multicast ID.
@@ -121,44 +120,86 @@ func UcmaLeaveMcastCall(fd int, mc uint32) (UcmaDestroyIDResp, error) {
 	return ucmaCall[UcmaDestroyIDResp](fd, UcmaCmdLeaveMcast, &c, &c.Response)
 }
 
-// UcmaGetEventCall runs GET_EVENT into *resp, which the caller may reuse
-// from one event to the next (it escapes to the heap: it is pinned).
+// UcmaGetEventCall runs GET_EVENT into *resp.
 func UcmaGetEventCall(fd int, resp *UcmaEventResp) error {
-	c := UcmaGetEvent{Response: Ptr(unsafe.Pointer(resp))}
-	return ucmaExec(fd, UcmaCmdGetEvent, &c, SizeofUcmaEventResp, resp)
+	var c UcmaGetEvent
+	return ucmaExec(fd, UcmaCmdGetEvent, &c, &c.Response, unsafe.Slice((*byte)(unsafe.Pointer(resp)), SizeofUcmaEventResp), SizeofUcmaEventResp)
 }
 
 // ucmaCall runs a command whose kernel handler writes a response of type
-// R to the user pointer at *response (a field of *body): a fresh R on the
-// heap, returned by value.
+// R to the user pointer at *response (a field of *body), returned by
+// value.
 func ucmaCall[R, T any](fd int, cmd uint32, body *T, response *uint64) (R, error) {
-	r := new(R)
-	*response = Ptr(unsafe.Pointer(r))
-	err := ucmaExec(fd, cmd, body, int(unsafe.Sizeof(*r)), r)
-	return *r, err
+	var r R
+	n := int(unsafe.Sizeof(r))
+	err := ucmaExec(fd, cmd, body, response, unsafe.Slice((*byte)(unsafe.Pointer(&r)), n), n)
+	return r, err
 }
 
 // ucmaExec writes command cmd with body to the rdma_cm fd. out is the
-// response size announced in the header (0 for commands without one); a
-// response is written by the kernel to the user pointer inside body;
-// target, the memory that pointer (or an option value's) names, is pinned
-// until the write returns (nil: no pointer).
-func ucmaExec[T any](fd int, cmd uint32, body *T, out int, target any) error {
-	if target != nil {
-		var pin runtime.Pinner
-		pin.Pin(target)
-		defer pin.Unpin()
-	}
-	in := int(unsafe.Sizeof(*body))
+// response size announced in the header (0 for commands without one).
+// When field (a user pointer inside body) is not nil, ext is the memory
+// it names: the command is built in a scratch page outside the Go heap,
+// ext copied in after the body and field set to that copy, and when out
+// is not 0 the kernel's response copied back into ext. Without a scratch
+// page (or for more than one holds) a heap copy of ext is pinned instead.
+func ucmaExec[T any](fd int, cmd uint32, body *T, field *uint64, ext []byte, out int) error {
 	var msg ucmaMsg[T]
-	msg.hdr = UcmaCmdHdr{Cmd: cmd, In: uint16(in), Out: uint16(out)}
-	msg.body = *body
-	size := int(unsafe.Offsetof(msg.body)) + in
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&msg)), size)
+	in := int(unsafe.Sizeof(*body))
+	bodyOff := int(unsafe.Offsetof(msg.body))
+	size := bodyOff + in
+	extOff := (size + 7) &^ 7
+	hdr := UcmaCmdHdr{Cmd: cmd, In: uint16(in), Out: uint16(out)}
+	s := getScratch()
+	if s == nil || extOff+len(ext) > len(s.mem) {
+		if s != nil {
+			putScratch(s)
+		}
+		return ucmaExecPinned(fd, hdr, body, field, ext, out)
+	}
+	defer putScratch(s)
+	if field != nil {
+		copy(s.mem[extOff:], ext)
+		*field = Ptr(unsafe.Pointer(&s.mem[extOff]))
+	}
+	*(*UcmaCmdHdr)(unsafe.Pointer(&s.mem[0])) = hdr
+	*(*T)(unsafe.Pointer(&s.mem[bodyOff])) = *body
 	// Raw: ucma commands queue work and return (GET_EVENT is issued on a
 	// non-blocking fd), see WriteShort.
+	n, err := WriteShort(fd, s.mem[:size])
+	if field != nil && out != 0 {
+		copy(ext, s.mem[extOff:extOff+len(ext)])
+	}
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return unix.EIO
+	}
+	return nil
+}
+
+// ucmaExecPinned is ucmaExec with the command on the stack and ext's
+// copy on the heap, pinned across the write.
+func ucmaExecPinned[T any](fd int, hdr UcmaCmdHdr, body *T, field *uint64, ext []byte, out int) error {
+	var heap []byte
+	if field != nil && len(ext) > 0 {
+		heap = append([]byte(nil), ext...)
+		var pin runtime.Pinner
+		pin.Pin(&heap[0])
+		defer pin.Unpin()
+		*field = SlicePtr(heap)
+	}
+	var msg ucmaMsg[T]
+	msg.hdr = hdr
+	msg.body = *body
+	size := int(unsafe.Offsetof(msg.body)) + int(hdr.In)
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&msg)), size)
 	n, err := WriteShort(fd, buf)
 	runtime.KeepAlive(&msg)
+	if heap != nil && out != 0 {
+		copy(ext, heap)
+	}
 	if err != nil {
 		return err
 	}

@@ -107,13 +107,24 @@ func TestIoctlEncoding(t *testing.T) {
 	if a := attr(4); ne.Uint16(a[2:]) != 8 || ne.Uint64(a[8:]) != 42 {
 		t.Errorf("const attr % x", a)
 	}
-	// A pointer attribute longer than 8 bytes carries the address.
-	buf := make([]byte, 20)
+	// A pointer attribute longer than 8 bytes carries the address of a
+	// copy taken by In (in the scratch page, on Linux) or of buf, pinned.
+	buf := []byte("twenty bytes of caps")
 	j := c.In(UverbsAttrCreateQPCap, buf)
-	if c.Data(j) != SlicePtr(buf) || c.attrs[j].Len != 20 {
-		t.Errorf("ptr attr %+v", c.attrs[j])
+	got := make([]byte, 20)
+	ReadMem(c.Data(j), got)
+	if string(got) != string(buf) || c.attrs[j].Len != 20 {
+		t.Errorf("ptr attr %+v: % x", c.attrs[j], got)
 	}
-	c.pin.Unpin()
+	// An output reaches its buffer when the call finishes; the bytes the
+	// kernel did not write keep their value.
+	out := []byte("0123456789abcdef")
+	k := c.Out(UverbsAttrCreateQPRespCap, out)
+	WriteMem(c.Data(k), []byte("KERNEL"))
+	c.finish(true)
+	if string(out) != "KERNEL6789abcdef" {
+		t.Errorf("out buffer %q", out)
+	}
 }
 
 func TestStructEncodingIsNative(t *testing.T) {

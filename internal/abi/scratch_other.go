@@ -1,0 +1,7 @@
+//go:build !linux
+
+package abi
+
+func getScratch() *scratch { return nil }
+
+func putScratch(*scratch) {}
