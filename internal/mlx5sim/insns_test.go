@@ -171,7 +171,9 @@ func countGo(b *testing.B, gdb, script, brk, c string) insnCount {
 		// No regexp metacharacters: gdb --args quotes them for a shell,
 		// and countinsns.py starts the program without one.
 		"-test.run", "NoTest", "-test.bench", "BenchmarkGoSide/"+c, "-test.benchtime", "100000x")
-	cmd.Env = append(os.Environ(), "COUNT_BREAK="+brk)
+	// Stepping is slow: no preemption signals while it runs (an iteration
+	// the scheduler ran in is counted again anyway, countinsns.py).
+	cmd.Env = append(os.Environ(), "COUNT_BREAK="+brk, "GODEBUG=asyncpreemptoff=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("gdb on BenchmarkGoSide: %v\n%s", err, out)
