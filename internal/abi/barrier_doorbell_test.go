@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
@@ -75,9 +76,11 @@ func TestDoorbellWCUnlock(t *testing.T) {
 	if dst != src || rec != 7 {
 		t.Fatalf("dst %v rec %d", dst, rec)
 	}
-	// Unlocked: a second Lock does not spin forever.
-	l.Lock()
-	l.Unlock()
+	// Unlocked: the lock word is 0 again, so the next Lock takes it at
+	// once.
+	if atomic.LoadUint32(&l.v) != 0 {
+		t.Fatal("DoorbellWCUnlock left the lock held")
+	}
 }
 
 func TestSpinLock(t *testing.T) {
