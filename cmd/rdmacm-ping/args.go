@@ -38,6 +38,7 @@ type config struct {
 	umadSends       bool   // -umad-sends: the user backend sends through umad
 	cmtimeOwnCQs    bool   // -cmtime-own-cqs: every QP makes its own CQs (cmtime shares the first QP's)
 	lineBuffered    bool   // -line-buffered: -cmtime writes each line at once (as on a terminal)
+	cmtimeUsage     bool   // -cmtime-usage: -cmtime prints each step's context switches and minor faults
 }
 
 const usageText = `usage:
@@ -65,6 +66,7 @@ const usageText = `usage:
 	-cmtime N	client: time N connections as cmtime does; server: serve them
 	-cmtime-own-cqs	with -cmtime: two CQs per QP (cmtime's QPs share the first one's)
 	-line-buffered	with -cmtime: write each output line at once, as on a terminal (default: at exit, as cmtime's stdio into a pipe)
+	-cmtime-usage	with -cmtime: print each step's context switches and minor faults (getrusage) to stderr
 	-t seconds	timeout of each step (default 30)
 	-cpuprofile FILE	write a CPU profile (for tuning)`
 
@@ -72,7 +74,7 @@ const usageText = `usage:
 // of short options.
 var longFlags = map[string]bool{
 	"ece": true, "reject-ece": true, "connect-only": true, "disconnect-first": true, "backend": true, "cmtime": true, "help": true,
-	"cpuprofile": true, "pcap": true, "umad-sends": true, "cmtime-own-cqs": true, "line-buffered": true,
+	"cpuprofile": true, "pcap": true, "umad-sends": true, "cmtime-own-cqs": true, "line-buffered": true, "cmtime-usage": true,
 }
 
 func parseArgs(args []string) (*config, error) {
@@ -202,6 +204,8 @@ func (c *config) setLong(name, v string) error {
 		c.cmtimeOwnCQs = true
 	case "line-buffered":
 		c.lineBuffered = true
+	case "cmtime-usage":
+		c.cmtimeUsage = true
 	case "connect-only":
 		c.connectOnly = true
 	case "disconnect-first":

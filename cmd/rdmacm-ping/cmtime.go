@@ -56,6 +56,9 @@ type cmTimer struct {
 	out   *stdoutBuffer
 	nodes []cmNode
 	steps [numSteps][2]time.Time
+	// usage is the process's context switches and minor faults at each
+	// step's start and end (selfUsage), read with -cmtime-usage only.
+	usage [numSteps][2][2]int64
 
 	mu        sync.Mutex
 	completed [numSteps]int
@@ -156,6 +159,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	}()
 
 	t.out.println("creating id")
+	a.stepUsage(t, stepCreateID, 0)
 	t.steps[stepCreateID][0] = time.Now()
 	for i := range t.nodes {
 		node := &t.nodes[i]
@@ -168,6 +172,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		node.times[stepCreateID][1] = time.Now()
 	}
 	t.steps[stepCreateID][1] = time.Now()
+	a.stepUsage(t, stepCreateID, 1)
 	defer a.cmtimeDestroy(t)
 
 	if src.Addr().IsValid() {
@@ -203,6 +208,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		if a.cfg.debug {
 			cpu0, cpuOK = readCPUTicks()
 		}
+		a.stepUsage(t, s, 0)
 		t.steps[s][0] = time.Now()
 		for i := range t.nodes {
 			node := &t.nodes[i]
@@ -221,6 +227,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		defer cancel()
 		err := t.waitAll(wctx, s, started)
 		t.steps[s][1] = time.Now()
+		a.stepUsage(t, s, 1)
 		if !cpuOK {
 			return err
 		}
@@ -256,6 +263,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	// on the first ID), and they live until exit; here the first ID's
 	// CQs are closed after the last QP, outside the timed steps.
 	var shared cm.QPInit
+	a.stepUsage(t, stepCreateQP, 0)
 	t.steps[stepCreateQP][0] = time.Now()
 	for i := range t.nodes {
 		node := &t.nodes[i]
@@ -281,6 +289,7 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		node.times[stepCreateQP][1] = time.Now()
 	}
 	t.steps[stepCreateQP][1] = time.Now()
+	a.stepUsage(t, stepCreateQP, 1)
 
 	// cmtime's conn_param: one read each way, retry count 2, RNR retry
 	// count 0 (cmtime leaves it zero; a zero field here would mean 7).
@@ -368,6 +377,7 @@ func (a *app) cmtimeDestroy(t *cmTimer) {
 		return
 	}
 	t.out.println("destroying id")
+	a.stepUsage(t, stepDestroy, 0)
 	t.steps[stepDestroy][0] = time.Now()
 	for i := range t.nodes {
 		node := &t.nodes[i]
@@ -378,6 +388,27 @@ func (a *app) cmtimeDestroy(t *cmTimer) {
 		node.times[stepDestroy][1] = time.Now()
 	}
 	t.steps[stepDestroy][1] = time.Now()
+	a.stepUsage(t, stepDestroy, 1)
+}
+
+// stepUsage records the process's context switches and minor faults at
+// the start (end 0) or end (1) of step s, and with -cmtime-usage prints
+// the step's to stderr at its end: where Go's sysmon wakes (a switch
+// each) or fresh memory is touched (issue 17). -d is not needed (it
+// traces the CM, which slows the steps).
+func (a *app) stepUsage(t *cmTimer, s cmStep, end int) {
+	if !a.cfg.cmtimeUsage {
+		return
+	}
+	sw, flt, ok := selfUsage()
+	if !ok {
+		return
+	}
+	t.usage[s][end] = [2]int64{sw, flt}
+	if end == 1 {
+		u := t.usage[s]
+		fmt.Fprintf(os.Stderr, "usage: %s: %d context switches, %d minor faults (this process)\n", stepNames[s], u[1][0]-u[0][0], u[1][1]-u[0][1])
+	}
 }
 
 // cmtimeEvent is cmtime's cma_handler for the client's IDs.
