@@ -314,6 +314,9 @@ func (c *Conn) wake() {
 // Read and Write that wait for what it found.
 func (c *Conn) drive(ctx context.Context) {
 	defer c.done.Done()
+	// The CQs a wait reports: one here; reused so a wait allocates
+	// nothing (uverbs.CompChannel.WaitInto with the same ctx each time).
+	woke := make([]*uverbs.CQ, 0, 2)
 	for {
 		c.mu.Lock()
 		n, err := c.pollLocked()
@@ -341,7 +344,7 @@ func (c *Conn) drive(ctx context.Context) {
 			continue // poll again: a completion may have come before the arm
 		}
 		c.mu.Unlock()
-		_, err = c.r.ch.Wait(ctx)
+		woke, err = c.r.ch.WaitInto(ctx, woke)
 		c.mu.Lock()
 		c.armed = false
 		c.mu.Unlock()

@@ -44,30 +44,37 @@ func (x *Context) CreateCompChannel() (*CompChannel, error) {
 // each CQ that reported, once. Re-arm each with RequestNotify and poll it
 // again to close the race with completions that arrived meanwhile.
 func (ch *CompChannel) Wait(ctx context.Context) ([]*CQ, error) {
+	return ch.WaitInto(ctx, nil)
+}
+
+// WaitInto is Wait appending the CQs to dst[:0]: with room in dst it
+// allocates nothing once warm, when ctx is the same on every call (a
+// driver goroutine's) or cannot be cancelled.
+func (ch *CompChannel) WaitInto(ctx context.Context, dst []*CQ) ([]*CQ, error) {
 	x := ch.ctx
-	var handles []uint64
+	out := dst[:0]
 	err := ch.ev.readAll(ctx, 8, func(b []byte) {
-		handles = append(handles, abi.Decode[abi.UverbsCompEventDesc](b).CQHandle)
-	})
-	if len(handles) == 0 {
-		return nil, err
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var out []*CQ
-	seen := map[uint64]bool{}
-	for _, h := range handles {
-		if cq := x.cqs[h]; cq != nil {
-			if e, ok := cq.ops.(cqEventer); ok {
-				cq.mu.Lock()
-				e.event() // once per event read, as ibv_get_cq_event
-				cq.mu.Unlock()
+		h := abi.Decode[abi.UverbsCompEventDesc](b).CQHandle
+		x.mu.Lock()
+		cq := x.cqs[h]
+		x.mu.Unlock()
+		if cq == nil {
+			return
+		}
+		if e, ok := cq.ops.(cqEventer); ok {
+			cq.mu.Lock()
+			e.event() // once per event read, as ibv_get_cq_event
+			cq.mu.Unlock()
+		}
+		for _, seen := range out {
+			if seen == cq {
+				return
 			}
 		}
-		if cq := x.cqs[h]; cq != nil && !seen[h] {
-			seen[h] = true
-			out = append(out, cq)
-		}
+		out = append(out, cq)
+	})
+	if len(out) == 0 {
+		return dst[:0], err
 	}
 	return out, nil
 }
@@ -95,6 +102,7 @@ type CQ struct {
 	notify  [2]*abi.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
 	drv     any               // provider state between cqData and newCQ
 	mu      sync.Mutex
+	closed  bool // the ring is gone (guarded by mu)
 	once    sync.Once
 	err     error
 }
@@ -186,7 +194,12 @@ func (cq *CQ) Close() error {
 		x := cq.ctx
 		err := x.destroyCQ(cq)
 		if err == nil && cq.ops != nil {
+			// Under mu, so that no Poll or RequestNotify reads the ring
+			// while it is unmapped; later ones find closed.
+			cq.mu.Lock()
+			cq.closed = true
 			err = cq.ops.close()
+			cq.mu.Unlock()
 		}
 		cq.err = opErr("destroy CQ", x.dev.Name, err)
 		x.mu.Lock()
@@ -203,6 +216,10 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 		return 0, notSupported("poll CQ", cq.ctx.dev.Name, "no data path for provider "+cq.ctx.prov.name())
 	}
 	cq.mu.Lock()
+	if cq.closed {
+		cq.mu.Unlock()
+		return 0, opErr("poll CQ", cq.ctx.dev.Name, ErrClosed)
+	}
 	n := cq.ops.poll(wc)
 	cq.mu.Unlock()
 	if n < 0 {
@@ -218,6 +235,10 @@ func (cq *CQ) RequestNotify(solicitedOnly bool) error {
 	if a, ok := cq.ops.(cqArmer); ok {
 		// mlx5: doorbell record and UAR write, no command.
 		cq.mu.Lock()
+		if cq.closed {
+			cq.mu.Unlock()
+			return opErr("arm CQ", cq.ctx.dev.Name, ErrClosed)
+		}
 		err := a.arm(solicitedOnly)
 		cq.mu.Unlock()
 		return err

@@ -35,15 +35,51 @@ type eventFile struct {
 	rc  syscall.RawConn
 
 	closed atomic.Bool
-	mu     sync.Mutex // serialises deadline changes
-	gen    uint64     // bumps per wait so a late cancel cannot hit the next one
+	mu     sync.Mutex // guards the fields below and deadline changes
+	// The context whose cancellation interrupts a wait stays registered
+	// (context.AfterFunc) across waits, so a waiter that passes the same
+	// context every time (a driver goroutine) allocates nothing per wait.
+	cancelCtx  context.Context
+	stopCancel func() bool
+	waiting    bool          // a cancellable wait is in progress
+	deadline   bool          // a cancellation set the read deadline in the past
+	turn       chan struct{} // one wait at a time
+
+	reads sync.Pool // *eventRead
+}
+
+// eventRead is one wait's read state, reused through a pool: its read
+// method value is made once, so a wait allocates no closure.
+type eventRead struct {
+	buf [32]byte // the largest event: ib_uverbs_async_event_desc, 16 bytes
+	n   int
+	err error
+	// read and control are readFD as the poller's Read and Control want
+	// it, made once per eventRead.
+	read    func(fd uintptr) bool
+	control func(fd uintptr)
+}
+
+func (r *eventRead) readFD(fd uintptr) bool {
+	r.n, r.err = abi.ReadShort(int(fd), r.buf[:])
+	return r.err != unix.EAGAIN
+}
+
+func (e *eventFile) getRead() *eventRead {
+	if r, ok := e.reads.Get().(*eventRead); ok {
+		return r
+	}
+	r := new(eventRead)
+	r.read = r.readFD
+	r.control = func(fd uintptr) { r.readFD(fd) }
+	return r
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {
 	if fd < 0 {
 		return nil, unix.EBADF
 	}
-	return &eventFile{name: name, raw: fd}, nil
+	return &eventFile{name: name, raw: fd, turn: make(chan struct{}, 1)}, nil
 }
 
 // poller registers the fd with the netpoller once and returns its RawConn.
@@ -83,6 +119,12 @@ func (e *eventFile) fd() int32 {
 
 func (e *eventFile) close() error {
 	e.closed.Store(true)
+	e.mu.Lock()
+	if e.stopCancel != nil {
+		e.stopCancel()
+		e.stopCancel, e.cancelCtx = nil, nil
+	}
+	e.mu.Unlock()
 	e.reg.Lock()
 	defer e.reg.Unlock()
 	if e.f != nil {
@@ -96,68 +138,97 @@ func (e *eventFile) close() error {
 	return unix.Close(fd)
 }
 
-// tryRead reads one event without blocking; ok is false on EAGAIN.
-func (e *eventFile) tryRead(buf []byte) (n int, ok bool, err error) {
+// tryRead reads one event into r without blocking; ok is false on EAGAIN.
+func (e *eventFile) tryRead(r *eventRead) (ok bool, err error) {
 	rc, err := e.poller()
 	if err != nil {
-		return 0, false, e.closedErr(err)
+		return false, e.closedErr(err)
 	}
-	var rerr error
-	cerr := rc.Control(func(fd uintptr) { n, rerr = abi.ReadShort(int(fd), buf) })
-	if cerr != nil {
-		return 0, false, e.closedErr(cerr)
+	if cerr := rc.Control(r.control); cerr != nil {
+		return false, e.closedErr(cerr)
 	}
-	if rerr == unix.EAGAIN {
-		return 0, false, nil
+	if r.err == unix.EAGAIN {
+		return false, nil
 	}
-	if rerr != nil {
-		return 0, false, rerr
+	if r.err != nil {
+		return false, r.err
 	}
-	return n, true, nil
+	return true, nil
 }
 
-// wait blocks until one event is read into buf or ctx ends. Closing the
-// file interrupts it with ErrClosed.
-func (e *eventFile) wait(ctx context.Context, buf []byte) (int, error) {
+// wait blocks until one event is read into r or ctx ends. Closing the
+// file interrupts it with ErrClosed. Waits take turns (the poller
+// serialises reads of one file anyway), so the read deadline that a
+// cancellation sets concerns only the wait in progress.
+func (e *eventFile) wait(ctx context.Context, r *eventRead) error {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return err
 	}
 	rc, err := e.poller()
 	if err != nil {
-		return 0, e.closedErr(err)
+		return e.closedErr(err)
 	}
-	e.mu.Lock()
-	e.gen++
-	gen := e.gen
-	e.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() {
+	select {
+	case e.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.turn }()
+	cancellable := ctx.Done() != nil
+	if cancellable {
+		e.watch(ctx)
+	}
+	err = rc.Read(r.read)
+	if cancellable {
 		e.mu.Lock()
-		if e.gen == gen {
-			e.f.SetReadDeadline(time.Unix(1, 0)) // wakes the parked Read
+		e.waiting = false
+		if e.deadline {
+			e.deadline = false
+			e.f.SetReadDeadline(time.Time{})
 		}
 		e.mu.Unlock()
-	})
-	var n int
-	var rerr error
-	err = rc.Read(func(fd uintptr) bool {
-		n, rerr = abi.ReadShort(int(fd), buf)
-		return rerr != unix.EAGAIN
-	})
-	stop()
-	e.mu.Lock()
-	e.gen++
-	e.f.SetReadDeadline(time.Time{})
-	e.mu.Unlock()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return ctx.Err()
 		}
-		return 0, e.closedErr(err)
+		return e.closedErr(err)
 	}
-	if rerr != nil {
-		return 0, rerr
+	return r.err
+}
+
+// watch makes ctx's cancellation interrupt the wait in progress: it wakes
+// the parked read by setting the read deadline in the past. The
+// registration stays for the next wait on the same context, so a driver
+// goroutine that always passes one context allocates nothing per wait.
+func (e *eventFile) watch(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.waiting = true
+	if e.cancelCtx != ctx {
+		if e.stopCancel != nil {
+			e.stopCancel()
+		}
+		e.cancelCtx = ctx
+		e.stopCancel = context.AfterFunc(ctx, func() {
+			e.mu.Lock()
+			if e.cancelCtx == ctx && e.waiting {
+				e.interruptLocked()
+			}
+			e.mu.Unlock()
+		})
 	}
-	return n, nil
+	// A cancellation between the caller's check and waiting = true found
+	// no wait in progress.
+	if ctx.Err() != nil {
+		e.interruptLocked()
+	}
+}
+
+// interruptLocked wakes the parked read (e.mu held).
+func (e *eventFile) interruptLocked() {
+	e.deadline = true
+	e.f.SetReadDeadline(time.Unix(1, 0))
 }
 
 // closedErr maps the poller's error after Close (os.ErrClosed, or
@@ -170,19 +241,19 @@ func (e *eventFile) closedErr(err error) error {
 }
 
 // readAll waits for the first event, then drains the fd until EAGAIN,
-// calling fn for each event of size bytes.
+// calling fn for each event of size bytes (at most 32). It allocates
+// nothing once warm when fn does not escape.
 func (e *eventFile) readAll(ctx context.Context, size int, fn func([]byte)) error {
-	buf := make([]byte, size)
-	n, err := e.wait(ctx, buf)
-	if err != nil {
+	r := e.getRead()
+	defer e.reads.Put(r)
+	if err := e.wait(ctx, r); err != nil {
 		return err
 	}
 	for {
-		if n == size {
-			fn(buf)
+		if r.n == size {
+			fn(r.buf[:size])
 		}
-		var ok bool
-		n, ok, err = e.tryRead(buf)
+		ok, err := e.tryRead(r)
 		if err != nil || !ok {
 			return err
 		}
