@@ -23,19 +23,23 @@ type Conn struct {
 	ep *rdmacm.Endpoint
 	r  *resources
 
-	mu     sync.Mutex // k, posting, polling
-	k      *core
-	armed  bool
-	wcs    [32]uverbs.WC
-	swr    [1]uverbs.SendWR
-	sges   [2]uverbs.SGE
-	rmu    sync.Mutex
-	wmu    sync.Mutex
-	rwake  chan struct{}
-	wwake  chan struct{}
-	rdl    deadline
-	wdl    deadline
-	closed chan struct{}
+	mu    sync.Mutex // k, posting, polling
+	k     *core
+	armed bool
+	wcs   [32]uverbs.WC
+	swr   [1]uverbs.SendWR
+	sges  [2]uverbs.SGE
+	// creditSGE holds an inline SGL update while it is posted (the
+	// provider copies inline data at post time), so the credit does not
+	// escape to the heap.
+	creditSGE [sgeLen]byte
+	rmu       sync.Mutex
+	wmu       sync.Mutex
+	rwake     chan struct{}
+	wwake     chan struct{}
+	rdl       deadline
+	wdl       deadline
+	closed    chan struct{}
 	// closing is set when Close starts: blocked calls then return
 	// net.ErrClosed, not the end of stream Close's shutdown causes.
 	closing atomic.Bool
@@ -277,7 +281,8 @@ func (c *Conn) creditsLocked() {
 			wr.RemoteAddr, wr.RKey = cr.remoteAddr, cr.rkey
 			if c.k.inline >= sgeLen {
 				wr.Flags = uverbs.SendInline
-				wr.InlineData = cr.sge[:]
+				c.creditSGE = cr.sge
+				wr.InlineData = c.creditSGE[:]
 			} else {
 				off := int(c.r.cfg.sbufSize) + int(cr.ctrlSlot)*sgeLen
 				copy(c.r.sbuf.Bytes()[off:], cr.sge[:])

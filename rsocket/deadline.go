@@ -6,10 +6,12 @@ import (
 )
 
 // deadline is one direction's deadline: a channel closed when it passes,
-// re-made when it moves (as net.Pipe's). Setting it costs a timer;
-// waiting on it costs nothing.
+// re-made when it moves past a passed one (as net.Pipe's). One timer is
+// made on first use and reset after, so moving a deadline allocates
+// nothing unless it had passed; waiting on it costs nothing.
 type deadline struct {
 	mu     sync.Mutex
+	at     time.Time // the zero time: none
 	timer  *time.Timer
 	cancel chan struct{}
 }
@@ -20,10 +22,10 @@ func (d *deadline) init() { d.cancel = make(chan struct{}) }
 func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		<-d.cancel // the timer fired: wait for it to close cancel
+	d.at = t
+	if d.timer != nil {
+		d.timer.Stop() // a fire already under way re-checks at
 	}
-	d.timer = nil
 	passed := isClosed(d.cancel)
 	if t.IsZero() {
 		if passed {
@@ -35,11 +37,24 @@ func (d *deadline) set(t time.Time) {
 		if passed {
 			d.cancel = make(chan struct{})
 		}
-		cancel := d.cancel
-		d.timer = time.AfterFunc(dur, func() { close(cancel) })
+		if d.timer == nil {
+			d.timer = time.AfterFunc(dur, d.fire)
+		} else {
+			d.timer.Reset(dur)
+		}
 		return
 	}
 	if !passed {
+		close(d.cancel)
+	}
+}
+
+// fire closes cancel if the deadline now set has passed: a timer armed
+// for an earlier deadline that moved finds it has not.
+func (d *deadline) fire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.at.IsZero() && !time.Now().Before(d.at) && !isClosed(d.cancel) {
 		close(d.cancel)
 	}
 }

@@ -243,27 +243,32 @@ func (cq *CQ) RequestNotify(solicitedOnly bool) error {
 		cq.mu.Unlock()
 		return err
 	}
-	req := abi.UverbsReqNotifyCQ{CQHandle: cq.handle}
+	solicited := uint32(0)
 	if solicitedOnly {
-		req.SolicitedOnly = 1
+		solicited = 1
 	}
+	// The request is built in the branches: a request that escapes to
+	// the legacy path's heap would cost the prebuilt path an allocation
+	// per arm.
 	var err error
 	if x.invokeWrite {
 		// Re-armed on every event wait: a prebuilt INVOKE_WRITE whose
 		// 8-byte request travels inline, run as a raw (never blocking)
 		// ioctl.
 		cq.mu.Lock()
-		call := cq.notify[req.SolicitedOnly]
+		call := cq.notify[solicited]
 		if call == nil {
+			req := abi.UverbsReqNotifyCQ{CQHandle: cq.handle, SolicitedOnly: solicited}
 			call = abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
 			call.Const(abi.UverbsAttrWriteCmd, uint64(abi.UverbsCmdReqNotifyCQ))
 			call.In(abi.UverbsAttrCoreIn, abi.Bytes(&req))
-			cq.notify[req.SolicitedOnly] = call
+			cq.notify[solicited] = call
 		}
 		x.stats.ioctls.Add(1)
 		err = call.DoRaw(x.fd)
 		cq.mu.Unlock()
 	} else {
+		req := abi.UverbsReqNotifyCQ{CQHandle: cq.handle, SolicitedOnly: solicited}
 		err = x.exec(&cmd{num: abi.UverbsCmdReqNotifyCQ, in: abi.Bytes(&req)})
 	}
 	if err != nil {
