@@ -8,7 +8,7 @@ GO       ?= go
 FUZZTIME ?= 30000x
 # Packages whose tests must pass on foreign architectures under qemu-user
 # (the wire is big-endian; s390x is a big-endian host).
-QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/...
+QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/... ./rsocket/
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
 .PHONY: hwtest bench-vm all build test unit lint vet staticcheck vulncheck fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
@@ -34,10 +34,12 @@ lint: vet staticcheck vulncheck
 
 vet:
 	$(GO) vet ./...
+	cd examples/grpc && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 
 staticcheck:
 	$(GO) tool staticcheck ./...
+	$(GO) build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck && cd examples/grpc && ../../bin/staticcheck ./...
 
 vulncheck:
 	tools/vulncheck.sh ./...
@@ -68,6 +70,8 @@ CROSS_PORTABLE_PKGS ?= ./mad/... ./ece/... ./qp/... ./rdma/... ./cmd/cmdump/ ./c
 # internal/unix, e.g. make cross CROSS_NONLINUX_EXCLUDE=./pkg/...
 CROSS_NONLINUX_EXCLUDE ?=
 cross:
+	@set -e; cd examples/grpc; for target in linux/arm64 linux/s390x darwin/arm64 windows/amd64; do \
+		echo "cross: examples/grpc $$target"; CGO_ENABLED=0 GOOS=$${target%/*} GOARCH=$${target#*/} $(GO) vet ./... ; done
 	@set -e; for arch in $(CROSS_ARCHES); do \
 		echo "cross: linux/$$arch"; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build ./... ; \
@@ -100,18 +104,20 @@ qemu-user: deps
 # Real-kernel tests in QEMU soft-RoCE guests (see docs/testing.md). VMTEST=1
 # is set on these lines only: host-driven tests in internal/vmtest, then the
 # packages whose test binaries run inside guest a (go test -exec vmexec).
-VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/ ./internal/hwtest/ . ./examples/...
+VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/ ./internal/hwtest/ . ./examples/... ./rsocket/
 # Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
 # so that our CM engine owns the CM class over umad (the root package: the
 # endpoint layer on the engine).
-VMEXEC_NOCM_PKGS ?= ./cm/umad/ .
+VMEXEC_NOCM_PKGS ?= ./cm/umad/ . ./rsocket/
 vmtest: deps
 	$(GO) run ./internal/vmtest/cmd/vmtest prepare
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
 	VMTEST=1 $(GO) test -count=1 -timeout 20m -v ./cmd/rdmacm-ping/
+	VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v ./cmd/rsocket-stream/ ./cmd/rsocket-copy/
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./internal/vmtest/cmd/vmexec
 	$(GO) generate ./internal/hwtest/
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
+	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
 
@@ -125,6 +131,7 @@ hwtest:
 # (BENCH_ROUNDS, BENCH_CONNS tune it; see docs/benchmarks.md).
 bench-vm: deps
 	VMTEST=1 $(GO) test -run '^$$' -bench 'CmtimeVM|CmtimeUserVM' -benchtime 1x -timeout 60m ./cmd/rdmacm-ping/
+	VMTEST=1 $(GO) test -run '^$$' -bench 'RsocketStreamVM' -benchtime 1x -timeout 60m ./cmd/rsocket-stream/
 
 # The main demo: rdmacm-ping against rping both ways, then ECE against a C
 # librdmacm peer, across two soft-RoCE guests.
