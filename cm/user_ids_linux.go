@@ -135,6 +135,12 @@ func (u *user) bindLocked(h uint32, x *userID, addr netip.AddrPort) error {
 		return unix.EINVAL
 	}
 	a := addr.Addr().Unmap()
+	if !a.IsValid() || a == netip.IPv6Unspecified() {
+		// The zero address and :: mean every device, IPv4 included (the
+		// rdma_cm binds :: dual-stack unless bindv6only); the engine
+		// serves IPv4.
+		a = netip.IPv4Unspecified()
+	}
 	if !a.Is4() {
 		return unix.EAFNOSUPPORT // IPv6 and AF_IB are not wired
 	}

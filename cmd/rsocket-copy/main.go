@@ -131,7 +131,7 @@ func main() {
 
 // serve is rcopy's server_run: one client at a time, until a signal.
 func serve(ctx context.Context, c *config, out io.Writer) error {
-	l, err := rsocket.Listen(net.JoinHostPort(anyAddress(c.backend), c.port), &rsocket.Options{Backend: c.backend})
+	l, err := rsocket.Listen(net.JoinHostPort("", c.port), &rsocket.Options{Backend: c.backend})
 	if err != nil {
 		return err
 	}
@@ -159,15 +159,6 @@ func serve(ctx context.Context, c *config, out io.Writer) error {
 		}
 		conn.Close()
 	}
-}
-
-// anyAddress is the wildcard to listen on: every address, except that our
-// CM engine (-backend user) binds IPv4 only, so 0.0.0.0 there.
-func anyAddress(b rdmacm.Backend) string {
-	if b == rdmacm.BackendUser {
-		return "0.0.0.0"
-	}
-	return ""
 }
 
 // client is rcopy's client_run.

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/rsocket"
 )
 
@@ -184,11 +183,7 @@ func (c *config) rsocketOptions(opt optimization) *rsocket.Options {
 }
 
 func (e *endpoint) listen(opt optimization) error {
-	bind := e.c.bind
-	if bind == "" && !e.c.tcp && e.c.backend == rdmacm.BackendUser {
-		bind = "0.0.0.0" // our CM engine binds IPv4 only
-	}
-	addr := net.JoinHostPort(bind, e.c.port)
+	addr := net.JoinHostPort(e.c.bind, e.c.port)
 	var err error
 	if e.c.tcp {
 		e.ln, err = net.Listen("tcp", addr)
