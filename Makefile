@@ -114,7 +114,7 @@ VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/ ./
 # Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
 # so that our CM engine owns the CM class over umad (the root package: the
 # endpoint layer on the engine).
-VMEXEC_NOCM_PKGS ?= ./cm/umad/ . ./rsocket/
+VMEXEC_NOCM_PKGS ?= ./cm/umad/ . ./rsocket/ ./examples/http/
 vmtest: deps
 	$(GO) run ./internal/vmtest/cmd/vmtest prepare
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
@@ -125,6 +125,7 @@ vmtest: deps
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
+	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
 
 # The uverbs and cm checks and both commands on this host's own RDMA device
