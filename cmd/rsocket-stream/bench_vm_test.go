@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rdma/rdmacm/cmd/internal/twintest"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
 )
@@ -26,7 +27,7 @@ import (
 //
 //	BENCH_ROUNDS=6 VMTEST=1 go test -run '^$' -bench 'RsocketStreamVM' -benchtime 1x -timeout 60m ./cmd/rsocket-stream/
 func BenchmarkRsocketStreamVM(b *testing.B) {
-	p := pair(b)
+	p := guests.Pair(b)
 	rounds := 4
 	if n, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && n > 0 {
 		rounds = n
@@ -89,13 +90,13 @@ func benchRun(b *testing.B, ctx context.Context, srv, cli *vmtest.Machine, tool,
 			marker = "name"
 		}
 		port, _ := strconv.Atoi(args[strings.LastIndex(args, " ")+1:])
-		sp = serve(b, ctx, srv, cmd, marker, port)
+		sp = twintest.Serve(b, ctx, srv, cmd, marker, port)
 	}
 	defer sp.Stop(context.Background())
 	for try := 0; ; try++ {
 		r, err := cli.Run(ctx, fmt.Sprintf("sleep 3; %s -s %s %s", tool, srv.Addr, args))
 		if r != nil && r.Success() {
-			finish(b, ctx, sp, tool+" server")
+			twintest.Finish(b, ctx, sp, tool+" server")
 			return r.Stdout
 		}
 		if !tcp || try == 5 {
@@ -107,7 +108,7 @@ func benchRun(b *testing.B, ctx context.Context, srv, cli *vmtest.Machine, tool,
 // parseRow reads usec/xfer and Gb/sec from the row of a custom test.
 func parseRow(b *testing.B, out string) [2]float64 {
 	b.Helper()
-	m := row.FindStringSubmatch(out)
+	m := twintest.RowPattern.FindStringSubmatch(out)
 	if m == nil {
 		b.Fatalf("no row in %q", out)
 	}

@@ -53,7 +53,7 @@ func CMModules() []string { return []string{"ib_cm", "iw_cm", "rdma_cm", "rdma_u
 
 // guestDebBinaries are copied from the unpacked packages into /usr/bin.
 var guestDebBinaries = []string{
-	"rping", "ucmatose", "rdma_server", "rdma_client", "udaddy", "mckey", "cmtime", "riostream", "rstream",
+	"rping", "ucmatose", "rdma_server", "rdma_client", "udaddy", "mckey", "cmtime", "riostream", "rstream", "rcopy",
 	"ibv_devinfo", "ibv_devices", "ibv_rc_pingpong", "ibv_ud_pingpong",
 	"ib_send_lat", "ib_send_bw", "ib_write_lat", "ib_write_bw", "ib_read_lat",
 }
