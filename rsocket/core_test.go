@@ -262,3 +262,43 @@ func streamThrough(t *testing.T, rng *rand.Rand, a, b *memSide) {
 		t.Fatal("data differ")
 	}
 }
+
+// TestCoreSendFailure: a failed send completion (a keepalive WRITE that
+// ran out of retries, or data) ends the connection with an error; a
+// flushed one (after the disconnect) does not.
+func TestCoreSendFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		ok, flushed    bool
+		wantErr, alive bool
+	}{
+		{"retry exceeded", false, false, true, false},
+		{"flushed", false, true, false, true},
+		{"success", true, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := memPair(memConfig(0x10000000, 16, 16, 4096, 4096, 64), memConfig(0x70000000, 16, 16, 4096, 4096, 64))
+			if !a.k.ctrlAvail() {
+				t.Fatal("no control slot")
+			}
+			imm := a.k.ctrl(ctrlKeepalive)
+			a.k.onSend(uint64(imm), tc.ok, tc.flushed, stringer("status"))
+			if got := a.k.err != nil; got != tc.wantErr {
+				t.Fatalf("err %v, want an error: %v", a.k.err, tc.wantErr)
+			}
+			if a.k.connected != tc.alive {
+				t.Fatalf("connected %v, want %v", a.k.connected, tc.alive)
+			}
+			if tc.wantErr && !errors.Is(a.k.err, errConnReset) {
+				t.Fatalf("err %v, want errConnReset", a.k.err)
+			}
+			if !a.k.ctrlAvail() {
+				t.Fatal("the keepalive's control slot was not returned")
+			}
+		})
+	}
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
