@@ -130,7 +130,7 @@ func BenchmarkGuestCreateIDSysmon(b *testing.B) {
 		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 			b.Fatal(err)
 		}
-		return ru.Nvcsw + ru.Nivcsw, ru.Minflt
+		return int64(ru.Nvcsw) + int64(ru.Nivcsw), int64(ru.Minflt) // int32 on 386
 	}
 	for i := range b.N * 2 {
 		mode := i % 2
