@@ -432,13 +432,15 @@ func (ep *Endpoint) start() {
 	}()
 }
 
-// end marks the connection gone and flushes the QP.
+// end marks the connection gone, then flushes the QP: in that order, so
+// that a wait which finds a flushed completion already sees the cause
+// (io.EOF), not a "work request flushed" error.
 func (ep *Endpoint) end(cause error) {
 	if ep.gone.Err() != nil {
 		return
 	}
-	ep.toErr()
 	ep.setGone(cause)
+	ep.toErr()
 }
 
 // Done is closed when the connection is gone: the peer disconnected,
