@@ -13,6 +13,11 @@ import (
 	"github.com/go-rdma/rdmacm/rsocket"
 )
 
+// This file sorts after example_test.go on purpose: on our engine a test
+// process that has used the CM keeps the umad CM agent registered, and
+// the examples run as child processes that must register it themselves
+// (one CM agent per port and process).
+
 // TestGuestSteadyStateAllocs: a 64-byte ping-pong between two Conns in
 // guest a, with deadlines set, allocates nothing per Read or Write once
 // warm (the whole process's mallocs are counted: both ends, their driver
