@@ -101,10 +101,14 @@ type CQ struct {
 	ops     cqOps
 	notify  [2]*abi.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
 	drv     any               // provider state between cqData and newCQ
-	mu      sync.Mutex
-	closed  bool // the ring is gone (guarded by mu)
-	once    sync.Once
-	err     error
+	// mu guards the ring, as libmlx5's cq->lock (a pthread spinlock
+	// taken in mlx5_poll_cq): one locked instruction per Poll, where
+	// sync.Mutex's Unlock is a second (LOCK XADD). Nothing blocks under
+	// it (Close's munmap and the raw REQ_NOTIFY_CQ ioctl never wait).
+	mu     abi.SpinLock
+	closed bool // the ring is gone (guarded by mu)
+	once   sync.Once
+	err    error
 }
 
 // Handle is the user handle the kernel reports in events about this CQ.
@@ -213,19 +217,34 @@ func (cq *CQ) Close() error {
 // makes no syscall on providers with a shared ring (rxe).
 func (cq *CQ) Poll(wc []WC) (int, error) {
 	if cq.ops == nil {
-		return 0, notSupported("poll CQ", cq.ctx.dev.Name, "no data path for provider "+cq.ctx.prov.name())
+		return 0, cq.pollErr(nil)
 	}
 	cq.mu.Lock()
 	if cq.closed {
 		cq.mu.Unlock()
-		return 0, opErr("poll CQ", cq.ctx.dev.Name, ErrClosed)
+		return 0, cq.pollErr(ErrClosed)
 	}
 	n := cq.ops.poll(wc)
 	cq.mu.Unlock()
 	if n < 0 {
-		return 0, opErr("poll CQ", cq.ctx.dev.Name, fmt.Errorf("%w: completion for an unknown QP or of an unknown kind", ErrInvalidArgument))
+		return 0, cq.pollErr(ErrInvalidArgument)
 	}
 	return n, nil
+}
+
+// pollErr is Poll's error for kind: ErrNotSupported (nil), ErrClosed,
+// or ErrInvalidArgument (a CQE Poll could not parse). Out of line: built
+// in Poll, the errors gave it a large frame and spills on every call.
+//
+//go:noinline
+func (cq *CQ) pollErr(kind error) error {
+	switch kind {
+	case nil:
+		return notSupported("poll CQ", cq.ctx.dev.Name, "no data path for provider "+cq.ctx.prov.name())
+	case ErrInvalidArgument:
+		return opErr("poll CQ", cq.ctx.dev.Name, fmt.Errorf("%w: completion for an unknown QP or of an unknown kind", ErrInvalidArgument))
+	}
+	return opErr("poll CQ", cq.ctx.dev.Name, kind)
 }
 
 // RequestNotify arms the CQ: the next completion (only solicited ones if

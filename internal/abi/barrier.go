@@ -46,11 +46,6 @@ func udmaFromDeviceBarrier()
 //go:noescape
 func mmioFlushWrites()
 
-// storeRelease32 is StoreRelease32's assembly.
-//
-//go:noescape
-func storeRelease32(p *uint32, v uint32)
-
 // The fences alone, for hooked*.
 
 //go:noescape

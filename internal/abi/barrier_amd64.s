@@ -114,11 +114,3 @@ fence:
 	MOVL	$0, (AX)
 done:
 	RET
-
-// func storeRelease32(p *uint32, v uint32): a plain store is a release
-// store under x86-TSO.
-TEXT ·storeRelease32(SB),NOSPLIT|NOFRAME,$0-12
-	MOVQ	p+0(FP), AX
-	MOVL	v+8(FP), BX
-	MOVL	BX, (AX)
-	RET

@@ -1,4 +1,4 @@
-//go:build !race && (amd64 || arm64 || ppc64 || ppc64le || riscv64)
+//go:build !race && (arm64 || ppc64 || ppc64le || riscv64)
 
 package abi
 
@@ -6,7 +6,7 @@ package abi
 // before it are visible to another CPU before it is (what the Go
 // runtime's internal StoreRel compiles to; sync/atomic offers only
 // sequentially consistent stores, a locked XCHG on amd64). amd64: a
-// plain MOVL (x86-TSO keeps stores in order); arm64: STLRW; ppc64:
+// plain store (barrier_store_amd64.go); arm64: STLRW; ppc64:
 // LWSYNC then a store; riscv64: FENCE RW,W then a store. Readers load p
 // with sync/atomic. Being assembly, the call is also a compiler barrier.
 // Under the race detector it is atomic.StoreUint32, which the detector
