@@ -66,6 +66,22 @@ func (x *Context) exec(c *cmd) error {
 	return x.write(c)
 }
 
+// execIn is exec for a command with a core input only (MODIFY_QP). It
+// builds the ioctl itself: through invoke, which also hands outputs to
+// the call, in would escape to the heap (an allocation per command).
+func (x *Context) execIn(num uint32, in []byte) error {
+	if x.invokeWrite {
+		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+		call.Const(abi.UverbsAttrWriteCmd, uint64(num))
+		call.In(abi.UverbsAttrCoreIn, in)
+		err := x.do(call)
+		if err == nil || !errors.Is(err, unix.EPROTONOSUPPORT) {
+			return err
+		}
+	}
+	return x.write(&cmd{num: num, in: in})
+}
+
 // invoke runs c as an UVERBS_METHOD_INVOKE_WRITE ioctl.
 func (x *Context) invoke(c *cmd) error {
 	num := uint64(c.num)

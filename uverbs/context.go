@@ -42,6 +42,15 @@ type Context struct {
 	mu       sync.Mutex
 	closed   bool
 	qps      map[*QP]struct{}
+	// qpCreate is PD.CreateQP's working memory, reused under mu: the
+	// init attributes the provider sees and the command's outputs. Each
+	// was an allocation per QP (a pointer handed to an interface method
+	// or to an ioctl output escapes; issue 17).
+	qpCreate struct {
+		init   QPInit
+		capOut abi.UverbsQPCap
+		qpn    [4]byte
+	}
 	ahs      map[*AH]struct{}
 	mrs      map[*MR]struct{}
 	cqs      map[uint64]*CQ // by user handle (completion events name it)

@@ -35,6 +35,11 @@ type QP struct {
 	mu    sync.Mutex // state and modify
 	state qp.State
 	port  uint8
+	// attr is Modify's copy of the caller's attributes for the provider
+	// (under mu), so that the caller's stay on its stack.
+	attr qp.Attr
+	// destroyResp is DESTROY_QP's response (events reported).
+	destroyResp abi.UverbsDestroyQPResp
 
 	ops  qpOps
 	drv  any // provider state (mlx5 ECE)
@@ -85,15 +90,22 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	}
 	defer x.mu.Unlock()
 	q := &QP{pd: pd, uhandle: x.handle(), typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ}
-	drvIn, drvOut, err := x.prov.qpData(q, &init)
+	// The provider may change init.Cap (mlx5's inline size).
+	w := &x.qpCreate
+	w.init = init
+	drvIn, drvOut, err := x.prov.qpData(q, &w.init)
+	w.init.SendCQ, w.init.RecvCQ = nil, nil // not kept past the call
 	if err != nil {
 		return nil, err
 	}
-	capIn := abi.UverbsQPCap{MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR, MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE, MaxInlineData: init.Cap.MaxInlineData}
-	var capOut abi.UverbsQPCap
+	c := w.init.Cap
+	capIn := abi.UverbsQPCap{MaxSendWR: c.MaxSendWR, MaxRecvWR: c.MaxRecvWR, MaxSendSGE: c.MaxSendSGE, MaxRecvSGE: c.MaxRecvSGE, MaxInlineData: c.MaxInlineData}
+	capOut := &w.capOut
+	*capOut = abi.UverbsQPCap{}
 	err = error(unix.ENOTTY)
 	if x.nativeIoctl {
-		var qpn [4]byte
+		qpn := &w.qpn
+		*qpn = [4]byte{}
 		call := abi.NewIoctl(abi.UverbsObjectQP, abi.UverbsMethodQPCreate, x.driverID)
 		call.IDR(abi.UverbsAttrCreateQPPDHandle, pd.handle)
 		call.IDR(abi.UverbsAttrCreateQPSendCQHandle, init.SendCQ.handle)
@@ -108,7 +120,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		if init.SignalAll {
 			call.U32(abi.UverbsAttrCreateQPFlags, abi.UverbsQPCreateSQSigAll) // 4 bytes, as libibverbs (fill_attr_in_uint32)
 		}
-		call.Out(abi.UverbsAttrCreateQPRespCap, abi.Bytes(&capOut))
+		call.Out(abi.UverbsAttrCreateQPRespCap, abi.Bytes(capOut))
 		call.Out(abi.UverbsAttrCreateQPRespQPNum, qpn[:])
 		if len(drvIn) > 0 {
 			call.In(abi.UverbsAttrUHWIn, drvIn)
@@ -133,7 +145,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		var resp abi.UverbsCreateQPResp
 		err = x.exec(&cmd{num: abi.UverbsCmdCreateQP, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut})
 		q.handle, q.num = resp.QPHandle, resp.QPN
-		capOut = abi.UverbsQPCap{MaxSendWR: resp.MaxSendWR, MaxRecvWR: resp.MaxRecvWR, MaxSendSGE: resp.MaxSendSGE, MaxRecvSGE: resp.MaxRecvSGE, MaxInlineData: resp.MaxInlineData}
+		*capOut = abi.UverbsQPCap{MaxSendWR: resp.MaxSendWR, MaxRecvWR: resp.MaxRecvWR, MaxSendSGE: resp.MaxSendSGE, MaxRecvSGE: resp.MaxRecvSGE, MaxInlineData: resp.MaxInlineData}
 	}
 	if err != nil {
 		x.prov.qpAbort(q)
@@ -151,10 +163,10 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 }
 
 func (x *Context) destroyQP(q *QP) error {
-	var resp abi.UverbsDestroyQPResp
-	return x.destroy(abi.UverbsObjectQP, abi.UverbsMethodQPDestroy, abi.UverbsAttrDestroyQPHandle, q.handle, abi.Bytes(&resp), func() error {
+	resp := abi.Bytes(&q.destroyResp) // in the QP: an ioctl output escapes
+	return x.destroy(abi.UverbsObjectQP, abi.UverbsMethodQPDestroy, abi.UverbsAttrDestroyQPHandle, q.handle, resp, func() error {
 		req := abi.UverbsDestroyQP{QPHandle: q.handle}
-		return x.exec(&cmd{num: abi.UverbsCmdDestroyQP, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp)})
+		return x.exec(&cmd{num: abi.UverbsCmdDestroyQP, in: abi.Bytes(&req), respPtr: true, out: resp})
 	})
 }
 
@@ -184,30 +196,33 @@ func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if attr == nil {
-		attr = &qp.Attr{}
+		q.attr = qp.Attr{}
+	} else {
+		q.attr = *attr
 	}
-	if err := qp.Check(q.typ, q.state, attr, mask); err != nil {
+	a := &q.attr
+	if err := qp.Check(q.typ, q.state, a, mask); err != nil {
 		return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("modify QP %#x", q.num), Device: x.dev.Name, Err: err}
 	}
-	base := modifyCmd(q, attr, mask)
-	drvIn, drvOut, needEx := x.prov.modifyQPData(q, attr, mask)
+	base := modifyCmd(q, a, mask)
+	drvIn, drvOut, needEx := x.prov.modifyQPData(q, a, mask)
 	var err error
 	if mask&qp.MaskRateLimit != 0 || needEx {
-		req := abi.UverbsExModifyQP{Base: base, RateLimit: attr.RateLimit}
+		req := abi.UverbsExModifyQP{Base: base, RateLimit: a.RateLimit}
 		var resp abi.UverbsExModifyQPResp
 		err = x.exec(&cmd{num: abi.UverbsExCmdModifyQP, ex: true, in: abi.Bytes(&req), out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut})
 	} else {
-		err = x.exec(&cmd{num: abi.UverbsCmdModifyQP, in: abi.Bytes(&base)})
+		err = x.execIn(abi.UverbsCmdModifyQP, abi.Bytes(&base))
 	}
 	if err != nil {
 		return opErr(fmt.Sprintf("modify QP %#x (%v)", q.num, mask), x.dev.Name, err)
 	}
-	x.prov.modifyQPDone(q, attr, mask, drvOut)
+	x.prov.modifyQPDone(q, a, mask, drvOut)
 	if mask&qp.MaskPort != 0 {
-		q.port = attr.Port
+		q.port = a.Port
 	}
 	if mask&qp.MaskState != 0 {
-		q.state = attr.State
+		q.state = a.State
 	}
 	return nil
 }

@@ -36,7 +36,11 @@ import (
 // therefore orders the WQE bytes written before it, and a CQE is read only
 // after the acquire load of the producer index that covers it.
 
-type rxeProvider struct{}
+type rxeProvider struct {
+	// qpResp is CREATE_QP's driver output, reused: qpData and newQP run
+	// under the context's lock (PD.CreateQP).
+	qpResp [unsafe.Sizeof(abi.RxeCreateQPResp{})]byte
+}
 
 func (*rxeProvider) name() string { return "rxe" }
 
@@ -65,36 +69,50 @@ func (*rxeProvider) newCQ(cq *CQ, out []byte) (cqOps, error) {
 }
 
 // rxe takes no driver input for QPs (the kernel requires inlen == 0).
-func (*rxeProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
-	return nil, make([]byte, unsafe.Sizeof(abi.RxeCreateQPResp{})), nil
+func (p *rxeProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
+	p.qpResp = [len(p.qpResp)]byte{}
+	return nil, p.qpResp[:], nil
 }
 
+// newQP maps the QP's two rings and encodes its doorbell: one allocation
+// (the rxeQP, rings and doorbell inside it).
 func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	x := q.pd.ctx
 	resp := abi.Decode[abi.RxeCreateQPResp](out)
-	sq, err := mapRxeQueue(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{})))
-	if err != nil {
+	r := &rxeQP{qp: q, fd: x.fd}
+	if err := r.sqRing.mapRing(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{}))); err != nil {
 		return nil, opErr("map send queue", x.dev.Name, err)
 	}
-	rq, err := mapRxeQueue(x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{})))
-	if err != nil {
-		sq.unmap()
+	if err := r.rqRing.mapRing(x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{}))); err != nil {
+		r.sqRing.unmap()
 		return nil, opErr("map receive queue", x.dev.Name, err)
 	}
-	r := &rxeQP{qp: q, fd: x.fd, sq: sq, rq: rq, dbResp: new(uint32)}
-	r.pin.Pin(r.dbResp)
-	r.doorbell = rxeDoorbell(q.handle, r.dbResp)
+	r.sq, r.rq = &r.sqRing, &r.rqRing
+	resPtr := abi.SinkPtr()
+	if resPtr == 0 { // no page outside the heap: a word of ours, pinned
+		r.dbResp = new(uint32)
+		r.pin.Pin(r.dbResp)
+		resPtr = abi.Ptr(unsafe.Pointer(r.dbResp))
+	}
+	putRxeDoorbell(&r.dbBuf, q.handle, resPtr)
+	r.doorbell = r.dbBuf[:]
 	return r, nil
 }
 
-// rxeDoorbell encodes the send doorbell: a POST_SEND write command with
-// wr_count = sge_count = 0 (rdma-core rxe.c post_send_db); the kernel then
-// runs the QP's requester over the shared send queue. wqe_size is
-// sizeof(struct ib_uverbs_send_wr), which the kernel requires as a minimum.
-func rxeDoorbell(qpHandle uint32, resp *uint32) []byte {
+// rxeDoorbellSize is the doorbell command's length: the write header
+// and struct ib_uverbs_post_send.
+const rxeDoorbellSize = int(unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.UverbsPostSend{}))
+
+// putRxeDoorbell encodes the send doorbell into b: a POST_SEND write
+// command with wr_count = sge_count = 0 (rdma-core rxe.c post_send_db);
+// the kernel then runs the QP's requester over the shared send queue and
+// writes the response (bad_wr) at resp. wqe_size is sizeof(struct
+// ib_uverbs_send_wr), which the kernel requires as a minimum.
+func putRxeDoorbell(b *[rxeDoorbellSize]byte, qpHandle uint32, resp uint64) {
 	hdr := abi.UverbsCmdHdr{Command: abi.UverbsCmdPostSend, InWords: uint16((8 + unsafe.Sizeof(abi.UverbsPostSend{})) / 4), OutWords: 1}
-	body := abi.UverbsPostSend{Response: abi.Ptr(unsafe.Pointer(resp)), QPHandle: qpHandle, WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{}))}
-	return append(append([]byte{}, abi.Bytes(&hdr)...), abi.Bytes(&body)...)
+	body := abi.UverbsPostSend{Response: resp, QPHandle: qpHandle, WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{}))}
+	n := copy(b[:], abi.Bytes(&hdr))
+	copy(b[n:], abi.Bytes(&body))
 }
 
 func (*rxeProvider) pdData() []byte { return nil }
@@ -132,44 +150,62 @@ type rxeQueue struct {
 // mapRxeQueue maps mi and validates its header once: the element size
 // must hold minElem bytes and every slot must lie inside the mapping.
 func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
-	if mi.Size < abi.RxeQueueDataOff {
-		return nil, fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
-	}
-	mem, err := abi.MmapShort(fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
-	}
-	q, err := newRxeQueue(mem, minElem)
-	if err != nil {
-		abi.MunmapShort(mem)
+	q := new(rxeQueue)
+	if err := q.mapRing(fd, mi, minElem); err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
+// mapRing is mapRxeQueue into q (a QP's rings live in its rxeQP).
+func (q *rxeQueue) mapRing(fd int, mi abi.RxeMmapInfo, minElem int) error {
+	if mi.Size < abi.RxeQueueDataOff {
+		return fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
+	}
+	mem, err := abi.MmapShort(fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
+	}
+	if err := q.init(mem, minElem); err != nil {
+		abi.MunmapShort(mem)
+		return err
+	}
+	return nil
+}
+
 // newRxeQueue reads and validates a mapped queue's header: a power-of-two
 // slot count, slots of at least minElem bytes, all inside mem.
 func newRxeQueue(mem []byte, minElem int) (*rxeQueue, error) {
+	q := new(rxeQueue)
+	if err := q.init(mem, minElem); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// init is newRxeQueue into q; q is left zero on error.
+func (q *rxeQueue) init(mem []byte, minElem int) error {
 	// At least one byte past the header: data points at mem[384], and a
 	// mapping of exactly the header has no slots (found by FuzzRxeCQPoll).
 	if len(mem) <= abi.RxeQueueDataOff {
-		return nil, fmt.Errorf("queue of %d bytes: no slots after the %d-byte header", len(mem), abi.RxeQueueDataOff)
+		return fmt.Errorf("queue of %d bytes: no slots after the %d-byte header", len(mem), abi.RxeQueueDataOff)
 	}
 	hdr := (*abi.RxeQueueBuf)(unsafe.Pointer(&mem[0]))
-	q := &rxeQueue{
+	mask, shift := hdr.IndexMask, hdr.Log2ElemSize
+	slots := uint64(mask) + 1
+	if shift > 20 || mask&(mask+1) != 0 || 1<<shift < minElem ||
+		abi.RxeQueueDataOff+slots<<shift > uint64(len(mem)) {
+		return fmt.Errorf("bad queue header: log2_elem_size %d, index_mask %#x, %d bytes mapped", shift, mask, len(mem))
+	}
+	*q = rxeQueue{
 		mem:   mem,
 		prod:  (*uint32)(unsafe.Pointer(&mem[abi.RxeQueueProducerOff])),
 		cons:  (*uint32)(unsafe.Pointer(&mem[abi.RxeQueueConsumerOff])),
-		mask:  hdr.IndexMask,
-		shift: hdr.Log2ElemSize,
+		mask:  mask,
+		shift: shift,
 		data:  unsafe.Pointer(&mem[abi.RxeQueueDataOff]),
 	}
-	slots := uint64(q.mask) + 1
-	if q.shift > 20 || q.mask&(q.mask+1) != 0 || 1<<q.shift < minElem ||
-		abi.RxeQueueDataOff+slots<<q.shift > uint64(len(mem)) {
-		return nil, fmt.Errorf("bad queue header: log2_elem_size %d, index_mask %#x, %d bytes mapped", q.shift, q.mask, len(mem))
-	}
-	return q, nil
+	return nil
 }
 
 func (q *rxeQueue) slot(i uint32) unsafe.Pointer {
@@ -224,8 +260,14 @@ type rxeQP struct {
 	rqMu     sync.Mutex
 	ssn      uint32
 	doorbell []byte
-	dbResp   *uint32 // POST_SEND response (bad_wr), pinned for the QP's life
-	pin      runtime.Pinner
+	// sqRing and rqRing are what sq and rq point to (one allocation per
+	// QP); dbBuf holds the doorbell command.
+	sqRing, rqRing rxeQueue
+	dbBuf          [rxeDoorbellSize]byte
+	// dbResp is the POST_SEND response (bad_wr), pinned for the QP's
+	// life, only when abi.SinkPtr has no page outside the heap.
+	dbResp *uint32
+	pin    runtime.Pinner
 }
 
 const rxeSendHdr = int(unsafe.Sizeof(abi.RxeSendWQE{})) // 208

@@ -50,7 +50,7 @@ func fakeQP(t testing.TB, typ qp.QPType) (*rxeQP, []byte, []byte, int) {
 	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
 	x := &Context{dev: Device{Name: "fake0"}}
 	q := &QP{pd: &PD{ctx: x}, typ: typ, num: 0x11, handle: 7, cap: qp.Cap{MaxSendWR: 7, MaxRecvWR: 7, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 128}}
-	r := &rxeQP{qp: q, fd: p[1], sq: sq, rq: rq, dbResp: new(uint32)}
+	r := &rxeQP{qp: q, fd: p[1], sq: sq, rq: rq}
 	r.doorbell = []byte("doorbell")
 	return r, sqMem, rqMem, p[0]
 }
@@ -234,12 +234,14 @@ func TestRxeQueueHeaderValidated(t *testing.T) {
 }
 
 func TestDoorbellIsPostSendWithoutWRs(t *testing.T) {
-	resp := new(uint32)
-	b := rxeDoorbell(0x33, resp)
+	const resp = 0x7f0012345678
+	var db [rxeDoorbellSize]byte
+	putRxeDoorbell(&db, 0x33, resp)
+	b := db[:]
 	// hdr {command 28, in_words 8, out_words 1}, then ib_uverbs_post_send
 	// {response, qp_handle, wr_count 0, sge_count 0, wqe_size 56}.
 	if len(b) != 32 || ne.Uint32(b[0:]) != 28 || ne.Uint16(b[4:]) != 8 || ne.Uint16(b[6:]) != 1 ||
-		ne.Uint64(b[8:]) != uint64(uintptr(unsafe.Pointer(resp))) ||
+		ne.Uint64(b[8:]) != resp ||
 		ne.Uint32(b[16:]) != 0x33 || ne.Uint32(b[20:]) != 0 || ne.Uint32(b[24:]) != 0 || ne.Uint32(b[28:]) != 56 {
 		t.Fatalf("doorbell % x", b)
 	}

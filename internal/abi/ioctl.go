@@ -134,7 +134,10 @@ func (c *IoctlCall) U32(id uint16, v uint32) int {
 func (c *IoctlCall) U64(id uint16, v uint64) int { return c.add(id, 8, AttrFMandatory, v) }
 
 // In adds a PTR_IN attribute: inline when it fits in 8 bytes, else a
-// copy of b (taken now) in the scratch page, or b itself pinned.
+// copy of b (taken now) in the scratch page, or, without one, a pinned
+// heap copy. In never keeps b, so a caller's request struct can stay on
+// its stack (issue 17: MODIFY_QP's 112-byte body was one allocation per
+// call while b was pinned in place).
 func (c *IoctlCall) In(id uint16, b []byte) int {
 	if len(b) <= 8 {
 		return c.add(id, uint16(len(b)), AttrFMandatory, InlineBytes(b))
@@ -143,8 +146,9 @@ func (c *IoctlCall) In(id uint16, b []byte) int {
 		copy(c.s.mem[off:], b)
 		return c.add(id, uint16(len(b)), AttrFMandatory, Ptr(unsafe.Pointer(&c.s.mem[off])))
 	}
-	c.pin.Pin(&b[0])
-	return c.add(id, uint16(len(b)), AttrFMandatory, SlicePtr(b))
+	cp := append([]byte(nil), b...)
+	c.pin.Pin(&cp[0])
+	return c.add(id, uint16(len(cp)), AttrFMandatory, SlicePtr(cp))
 }
 
 // Out adds a PTR_OUT attribute for the buffer b: the kernel writes a
