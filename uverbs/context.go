@@ -39,9 +39,9 @@ type Context struct {
 	nextHandle     atomic.Uint64
 	stats          cmdStats
 
-	mu       sync.Mutex
-	closed   bool
-	qps      map[*QP]struct{}
+	mu     sync.Mutex
+	closed bool
+	qps    map[*QP]struct{}
 	// qpCreate is PD.CreateQP's working memory, reused under mu: the
 	// init attributes the provider sees and the command's outputs. Each
 	// was an allocation per QP (a pointer handed to an interface method
