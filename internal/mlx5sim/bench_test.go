@@ -4,8 +4,8 @@ package mlx5sim_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -308,57 +308,91 @@ func (g *goRig) benchCase(c string) benchCase {
 //go:noinline
 func (g *goRig) iteration(bc *benchCase) { g.iterations(bc, 1) }
 
+// benchLoop is the state of iterations' loop, kept in memory (on the
+// stack) and loaded where used: as locals, values live across the whole
+// loop were reloaded from their spill slots after every call (Go keeps
+// no register across a call) and shuffled at the loop's back edge.
+type benchLoop struct {
+	q      *uverbs.QP
+	cq     *uverbs.CQ
+	wrs    []uverbs.SendWR
+	wc     *[16]uverbs.WC
+	cqmem  unsafe.Pointer
+	ncqe   uint32
+	sopQPN uint32 // the CQE's sop_drop_qpn, host order
+	ci     uint32
+	wqeIdx uint16
+	bbs    uint16
+}
+
 // iterations runs k iterations of c/bench.c's loop body: post, write
 // the requester CQEs the device would write (byte for byte as
 // bench.c's complete: a memset of 56 bytes, one 32-bit and one 16-bit
 // big-endian store, two byte stores, the owner bit from a division as
 // there), poll them back, check them (status, and the ID against the
-// WR's index, as bench.c's check). Written as gcc compiles bench.c's
-// loop, where Go would add work C does not do: the state it keeps
-// across the loop in callee-saved registers is in locals here (Go has
-// none: each is reloaded from the stack after each call, not through g
-// as well); the CQ slot and the WCs are reached through pointers, not
-// slices (no bounds checks: the slot is masked with ncqe - 1, and the
-// case's WRs, at most 16, are checked once against the 16 WCs); and
-// the ID is checked against the index, not loaded from the WR.
+// WR's index, as bench.c's check). Written so that Go adds no work C
+// does not do: the loop's state is in benchLoop; the CQ slot and the
+// WCs are reached through pointers, not slices (no bounds checks: the
+// slot is masked with ncqe - 1, and the case's WRs, at most 16, are
+// checked once against the 16 WCs); and the ID is checked against the
+// index, not loaded from the WR.
 func (g *goRig) iterations(bc *benchCase, k int) {
-	q, cq := g.qp, g.cq
-	wrs, sop, bbs := bc.wrs, uint32(bc.sop)<<24, bc.bbs
-	batch := len(wrs)
-	if batch > len(g.wc) || len(g.cqmem) != int(g.ncqe)*64 || g.ncqe == 0 {
+	if len(bc.wrs) > len(g.wc) || len(g.cqmem) != int(g.ncqe)*64 || g.ncqe == 0 {
 		panic("bench: more WRs than WCs, or a CQ buffer of the wrong size")
 	}
-	cqmem, ncqe, sopQPN := unsafe.Pointer(&g.cqmem[0]), g.ncqe, sop|g.qpn
-	wc := (*[16]uverbs.WC)(unsafe.Pointer(&g.wc))
-	ci, wqeIdx := g.ci, g.wqeIdx
+	l := &benchLoop{q: g.qp, cq: g.cq, wrs: bc.wrs, wc: &g.wc, cqmem: unsafe.Pointer(&g.cqmem[0]),
+		ncqe: g.ncqe, sopQPN: uint32(bc.sop)<<24 | g.qpn, ci: g.ci, wqeIdx: g.wqeIdx, bbs: bc.bbs}
 	for ; k > 0; k-- {
-		if err := q.PostSend(wrs); err != nil {
+		if err := l.q.PostSend(l.wrs); err != nil {
 			panic(err)
 		}
-		for range batch {
-			cqe := (*[64]byte)(unsafe.Add(cqmem, uintptr(ci&(ncqe-1))*64))
-			clear(cqe[:56])
-			binary.BigEndian.PutUint32(cqe[56:], sopQPN)
-			binary.BigEndian.PutUint16(cqe[60:], wqeIdx)
-			cqe[62] = 0
-			cqe[63] = byte((ci / ncqe) & 1) // MLX5_CQE_REQ << 4 | owner
+		cqmem, ncqe, sopQPN, ci, wqeIdx, bbs := l.cqmem, l.ncqe, l.sopQPN, l.ci, l.wqeIdx, l.bbs
+		for n := len(l.wrs); n > 0; n-- {
+			owner := byte((ci / ncqe) & 1)
+			cqe := unsafe.Add(cqmem, uintptr(ci&(ncqe-1))*64)
+			clear((*[56]byte)(cqe)[:])
+			// Big-endian stores, as htobe32/htobe16 then memcpy: BSWAP
+			// and ROLW, intrinsics (binary.BigEndian's functions are
+			// inlined calls, each leaving an inline-mark NOP).
+			if bigEndianHost {
+				*(*uint32)(unsafe.Add(cqe, 56)), *(*uint16)(unsafe.Add(cqe, 60)) = sopQPN, wqeIdx
+			} else {
+				*(*uint32)(unsafe.Add(cqe, 56)) = bits.ReverseBytes32(sopQPN)
+				*(*uint16)(unsafe.Add(cqe, 60)) = bits.ReverseBytes16(wqeIdx)
+			}
+			*(*byte)(unsafe.Add(cqe, 62)) = 0
+			*(*byte)(unsafe.Add(cqe, 63)) = owner // MLX5_CQE_REQ << 4 | owner
 			ci++
 			wqeIdx += bbs
 		}
-		for got := 0; got < batch; {
-			polled, err := cq.Poll(wc[got:batch])
+		l.ci, l.wqeIdx = ci, wqeIdx
+		wc := l.wc[:len(l.wrs)]
+		for got := 0; got < len(wc); {
+			polled, err := l.cq.Poll(wc[got:])
 			if err != nil {
 				panic(err)
 			}
 			got += polled
 		}
-		for i := range batch {
+		for i := range wc {
 			if wc[i].Status != uverbs.WCSuccess || wc[i].ID != uint64(i) {
-				panic(fmt.Sprintf("completion %d: %+v", i, wc[i]))
+				badCompletion(i, &wc[i])
 			}
 		}
 	}
-	g.ci, g.wqeIdx = ci, wqeIdx
+	g.ci, g.wqeIdx = l.ci, l.wqeIdx
+}
+
+// bigEndianHost: the GOARCHes whose byte order is big-endian.
+const bigEndianHost = runtime.GOARCH == "s390x" || runtime.GOARCH == "ppc64" || runtime.GOARCH == "mips" ||
+	runtime.GOARCH == "mips64" || runtime.GOARCH == "sparc64"
+
+// badCompletion panics: out of line, so that the check loop keeps
+// nothing on the stack for the message.
+//
+//go:noinline
+func badCompletion(i int, wc *uverbs.WC) {
+	panic(fmt.Sprintf("completion %d: %+v", i, *wc))
 }
 
 // run times iters iterations of case c after a warm-up of a tenth, as

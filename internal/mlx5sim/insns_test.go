@@ -46,7 +46,7 @@ func BenchmarkInstructions(b *testing.B) {
 		b.Fatal(err)
 	}
 	cBreak := "bench.c:" + strconv.Itoa(lineOf(b, filepath.Join("c", "bench.c"), "ibv_poll_cq(r.cq"))
-	goBreak := "bench_test.go:" + strconv.Itoa(lineOf(b, "bench_test.go", "q.PostSend(wrs)"))
+	goBreak := "bench_test.go:" + strconv.Itoa(lineOf(b, "bench_test.go", "l.q.PostSend(l.wrs)"))
 	var table strings.Builder
 	fmt.Fprintf(&table, "| case | libmlx5: all (harness + provider) | ours: all (harness + provider) | locked instructions C / Go | lfence, sfence |\n|---|---|---|---|---|\n")
 	for _, c := range []string{"send_inline64", "write_sge1", "batch16"} {
