@@ -175,83 +175,67 @@ func (c *mlx5CQ) swCQE(n uint32) []byte {
 }
 
 // pollList is poll_cq for up to len(wc) CQEs (poll, for any length but
-// one); SET_CI is written on every call (update_cons_index). It returns -1 (CQ_POLL_ERR) for a CQE naming an
-// unknown QP; that CQE is consumed, as in libmlx5.
+// one); SET_CI is written on every call (update_cons_index). It returns
+// -1 (CQ_POLL_ERR) for a CQE naming an unknown QP; that CQE is
+// consumed, as in libmlx5.
 //
 // A successful requester CQE without scatter-to-CQE, the common case, is
-// parsed inline here; every other CQE goes through parse. As in
+// parsed inline here (handle_good_req); every other CQE goes through
+// parse. As in
 // poll_cq, the QP found for one CQE is kept for the next (libmlx5's
 // cur_rsc, looked up again only when the CQE names another user index
-// or QP number). The send queue's tail that such CQEs advance is kept
-// in a local and stored once, before the next CQE parse handles, a
-// change of QP, or the return (all under the CQ lock, which
-// mlx5_wq_overflow's second look takes): the tail's store is a release
-// store (wqTail), a call, where libmlx5 does a plain store.
+// or QP number). The loop keeps few values live across the barrier
+// (a call, across which Go keeps no value in a register): the ring is
+// reloaded from c after it, and the send queue's tail is stored per
+// CQE, as libmlx5 does (a plain store on amd64, StoreRelease32).
 func (c *mlx5CQ) pollList(wc []WC) int {
 	var cur *mlx5QP // cur_rsc
-	var tail uint32 // cur.sq.tail to store, if pend
-	pend := false
 	n := 0
-	for n < len(wc) {
-		// The ring is reloaded from c on every CQE rather than kept in
-		// locals: the barrier is a call, across which Go keeps no value
-		// in a register, so locals would be spilled and reloaded anyway.
+	for ; n < len(wc); n++ {
+		// get_sw_cqe at the consumer index. The ring is (mask + 1)
+		// CQEs long (newCQ checks it): the masked index needs no
+		// bounds check.
 		ci := c.consIndex
-		i := int(ci&c.mask) * mlx5CQESize
-		e := (*[mlx5CQESize]byte)(c.buf[i : i+mlx5CQESize])
-		own := e[cqeOpOwn]
-		if own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
+		e := (*[mlx5CQESize]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.buf)), uintptr(ci&c.mask)*mlx5CQESize))
+		if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
 			break
 		}
 		c.consIndex = ci + 1
 		// Read the CQE only after the ownership check.
 		abi.UDMAFromDeviceBarrier()
-		own = e[cqeOpOwn]
-		if own>>4 == mlx5CQEReq && own&(mlx5InlineScatter32|mlx5InlineScatter64) == 0 {
-			sop := binary.BigEndian.Uint32(e[cqeSopDropQPN:])
-			key := sop & 0xffffff
-			if c.uidxKey {
-				key = binary.BigEndian.Uint32(e[cqeSRQNUIdx:]) & 0xffffff
+		w := &wc[n]
+		own := e[cqeOpOwn]
+		if own>>4 != mlx5CQEReq || own&(mlx5InlineScatter32|mlx5InlineScatter64) != 0 {
+			cur = nil
+			if !c.parse(e[:], w) {
+				c.updateCI()
+				return -1
 			}
-			if cur == nil || key != cur.rsn {
-				if pend {
-					cur.sq.tail.Store(tail)
-					pend = false
-				}
-				cur = c.rsns.find(key)
-				if cur == nil || cur.sq.wqeCnt == 0 {
-					c.updateCI()
-					return -1
-				}
-			}
-			sq := &cur.sq
-			idx := uint32(binary.BigEndian.Uint16(e[cqeWQECounter:])) & (sq.wqeCnt - 1)
-			r := &mlx5ReqWC[sop>>24]
-			w := &wc[n]
-			// wrid and wqe_head are wqe_cnt long (qpData) and idx is
-			// masked with wqe_cnt - 1: no bounds check needed.
-			*w = WC{ID: *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)),
-				QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
-			if r.len != 0 {
-				mlx5GoodReq(w, e[:])
-			}
-			tail, pend = *(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4))+1, true
-			n++
 			continue
 		}
-		if pend {
-			cur.sq.tail.Store(tail)
-			pend = false
+		sop := binary.BigEndian.Uint32(e[cqeSopDropQPN:])
+		key := sop & 0xffffff
+		if c.uidxKey {
+			key = binary.BigEndian.Uint32(e[cqeSRQNUIdx:]) & 0xffffff
 		}
-		cur = nil
-		if !c.parse(e[:], &wc[n]) {
-			c.updateCI()
-			return -1
+		if cur == nil || key != cur.rsn {
+			cur = c.rsns.find(key)
+			if cur == nil || cur.sq.wqeCnt == 0 {
+				c.updateCI()
+				return -1
+			}
 		}
-		n++
-	}
-	if pend {
-		cur.sq.tail.Store(tail)
+		sq := &cur.sq
+		idx := uint32(binary.BigEndian.Uint16(e[cqeWQECounter:])) & (sq.wqeCnt - 1)
+		r := &mlx5ReqWC[sop>>24]
+		// wrid and wqe_head are wqe_cnt long (qpData) and idx is masked
+		// with wqe_cnt - 1: no bounds check needed.
+		*w = WC{ID: *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)),
+			QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
+		if r.len != 0 {
+			mlx5GoodReq(w, e[:])
+		}
+		sq.tail.Store(*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4)) + 1)
 	}
 	c.updateCI()
 	return n
@@ -268,17 +252,15 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	}
 	w := &wc[0]
 	ci := c.consIndex
-	i := int(ci&c.mask) * mlx5CQESize
-	e := (*[mlx5CQESize]byte)(c.buf[i : i+mlx5CQESize])
-	own := e[cqeOpOwn]
-	if own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
+	e := (*[mlx5CQESize]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.buf)), uintptr(ci&c.mask)*mlx5CQESize))
+	if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
 		c.updateCI()
 		return 0
 	}
 	c.consIndex = ci + 1
 	// Read the CQE only after the ownership check.
 	abi.UDMAFromDeviceBarrier()
-	own = e[cqeOpOwn]
+	own := e[cqeOpOwn]
 	if own>>4 == mlx5CQEReq && own&(mlx5InlineScatter32|mlx5InlineScatter64) == 0 {
 		sop := binary.BigEndian.Uint32(e[cqeSopDropQPN:])
 		key := sop & 0xffffff
