@@ -634,26 +634,24 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 	if m.typ == qp.UD || sq.wqeCnt == 0 || int(sq.head-sq.tail.Load())+len(wrs) > int(sq.maxPost) {
 		return 0, 0, ctrl
 	}
-	buf := m.sqBuf
-	qend := len(buf)
+	// The per-WQEBB arrays are indexed by curPost & (wqe_cnt - 1) below,
+	// through pointers: checked once here to be wqe_cnt long, so that no
+	// index needs a check of its own (the compiler cannot prove it).
 	mask := sq.wqeCnt - 1
-	// The per-WQEBB arrays are indexed by curPost & mask below, through
-	// pointers: checked once here to be wqe_cnt long, so that no index
-	// needs a check of its own (the compiler cannot prove it).
 	_, _, _ = sq.wrid[mask], sq.wqeHead[mask], sq.wrData[mask]
-	wrid, wqeHead, wrData := unsafe.Pointer(&sq.wrid[0]), unsafe.Pointer(&sq.wqeHead[0]), unsafe.Pointer(&sq.wrData[0])
-	head, maxGS, maxInline := sq.head, sq.stateMaxGS, m.maxInline
-	curPost := sq.curPost
-	qpnDS := m.qpn << 8
-	rc := m.typ == qp.RC
-	sigBits, nextFence := m.signalBits, m.fmCache
+	// Only what changes per WR and what every WR uses is kept in locals;
+	// the rest is loaded from m where used: with more values live than
+	// registers, the loop spilled them and shuffled registers at its back
+	// edge, 15-odd moves per WR.
+	curPost, nextFence := sq.curPost, m.fmCache
 	for ; nreq < len(wrs); nreq++ {
 		wr := &wrs[nreq]
 		op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
-		if uint(op) >= uint(len(mlx5IBOpcode)) || len(sges) > maxGS || (op == OpRDMARead && !rc) {
+		if uint(op) >= uint(len(mlx5IBOpcode)) || len(sges) > sq.stateMaxGS || (op == OpRDMARead && m.typ != qp.RC) {
 			break
 		}
-		idx := curPost & mask
+		buf := m.sqBuf
+		idx := curPost & (sq.wqeCnt - 1)
 		c := int(idx) << mlx5SendWQEShift
 		seg := c + mlx5CtrlSize
 		raddr := op == OpRDMAWrite || op == OpRDMAWriteWithImm || op == OpRDMARead
@@ -661,12 +659,12 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 			seg += mlx5RaddrSize
 		}
 		inline := flags&SendInline != 0
-		if inline && (wr.InlineData != nil || len(sges) != 1 || int(sges[0].Length) > maxInline || seg+4+int(sges[0].Length) > qend) {
+		if inline && (wr.InlineData != nil || len(sges) != 1 || int(sges[0].Length) > m.maxInline || seg+4+int(sges[0].Length) > len(buf)) {
 			break
 		}
-		fm := sigBits | nextFence
+		fm := m.signalBits | nextFence
 		if flags&SendFence != 0 {
-			fm = sigBits | mlx5WQECtrlFence
+			fm = m.signalBits | mlx5WQECtrlFence
 		}
 		nextFence = 0
 		if flags&SendSignaled != 0 {
@@ -708,7 +706,7 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 			d := seg
 			for i := range sges {
 				s := &sges[i]
-				if d == qend {
+				if d == len(buf) {
 					d = 0
 				}
 				if s.Length != 0 {
@@ -722,10 +720,10 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 			}
 		}
 		binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
-		binary.BigEndian.PutUint32(w[4:], uint32(sz)|qpnDS)
-		*(*uint64)(unsafe.Add(wrid, uintptr(idx)*8)) = wr.ID
-		*(*uint32)(unsafe.Add(wqeHead, uintptr(idx)*4)) = head + uint32(nreq)
-		*(*uint32)(unsafe.Add(wrData, uintptr(idx)*4)) = 0
+		binary.BigEndian.PutUint32(w[4:], uint32(sz)|m.qpn<<8)
+		*(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)) = wr.ID
+		*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4)) = sq.head + uint32(nreq)
+		*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrData)), uintptr(idx)*4)) = 0
 		curPost += uint32(uint(sz*16+mlx5SendWQEBB-1) / mlx5SendWQEBB)
 		size, ctrl = sz, c
 	}
