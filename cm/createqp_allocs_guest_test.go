@@ -1,0 +1,97 @@
+//go:build linux
+
+package cm
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
+)
+
+// createQPLoop sets up cmtime's create qp step on the channel's backend
+// (BackendAuto: the kernel CM in the stock guests, the engine under
+// vmexec -nocm-a): a route-resolved ID and the CQs of a first QP made on
+// an ID of their own, as cmtime's static init attributes share them. It
+// returns one QP create+destroy.
+func createQPLoop(t testing.TB) (step func(), backend Backend) {
+	ch, err := Open(&Options{Backend: BackendAuto})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	local, err := netip.ParseAddr(guest.Local().Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := kctx(t, time.Minute)
+	resolved := func() *ID {
+		id, err := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { id.Destroy() })
+		if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(local, freePort()), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := id.ResolveRoute(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	id, owner := resolved(), resolved()
+	c := qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
+	first, err := owner.CreateQP(QPInit{Cap: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.DestroyQP() })
+	init := QPInit{Cap: c, SendCQ: first.SendCQ, RecvCQ: first.RecvCQ}
+	t.Logf("backend %q", ch.Backend())
+	step = func() {
+		if _, err := id.CreateQP(init); err != nil {
+			t.Fatal(err)
+		}
+		if err := id.DestroyQP(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return step, ch.Backend()
+}
+
+// TestGuestCreateQPAllocs bounds the Go heap allocations of one QP
+// create+destroy with shared CQs (issue 17; 21 before the third pass):
+// the library QP, the verbs QP and the rxe QP (rings and doorbell
+// inside), plus on the kernel backend the four of its INIT_QP_ATTR
+// command (the closures around rawConn.Control and the response they
+// capture, cm/kernel_linux.go).
+func TestGuestCreateQPAllocs(t *testing.T) {
+	guest.Require(t)
+	step, backend := createQPLoop(t)
+	got := testing.AllocsPerRun(50, step)
+	want := 3.0
+	if backend == BackendKernel {
+		want += 4
+	}
+	if got > want {
+		t.Errorf("QP create+destroy: %v allocations, want at most %v", got, want)
+	}
+	t.Logf("QP create+destroy: %v allocations", got)
+}
+
+// BenchmarkGuestCreateQPAuto is BenchmarkGuestCreateQP on BackendAuto,
+// so that under vmexec -nocm-a it measures the engine's create qp step:
+//
+//	CGO_ENABLED=0 go test -run '^$' -bench GuestCreateQPAuto -benchmem -benchtime 2000x -exec "$PWD/bin/vmexec -nocm-a" ./cm/
+func BenchmarkGuestCreateQPAuto(b *testing.B) {
+	guest.Require(b)
+	step, _ := createQPLoop(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		step()
+	}
+}
