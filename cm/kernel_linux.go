@@ -10,8 +10,6 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,24 +37,8 @@ type kernel struct {
 	raws []rawEvent
 }
 
-// ucmaABIVersion reads the ucma ABI version from sysfs.
-func ucmaABIVersion() (int, error) {
-	var firstErr error
-	for _, p := range abi.UcmaABIVersionPaths() {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		return strconv.Atoi(strings.TrimSpace(string(b)))
-	}
-	return 0, firstErr
-}
-
 func openKernel() (*kernel, error) {
-	v, err := ucmaABIVersion()
+	v, err := abi.UcmaReadABIVersion()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("cm: rdma_cm ABI version: %w (is rdma_ucm loaded?): %w", ErrNoDevice, err)
@@ -67,12 +49,12 @@ func openKernel() (*kernel, error) {
 	case v != abi.UcmaABIVersion:
 		return nil, fmt.Errorf("cm: rdma_cm ABI version %d, want %d: %w", v, abi.UcmaABIVersion, ErrNotSupported)
 	}
-	return openUcma(abi.UcmaDevicePath, unix.Open)
+	return openUcma(abi.UcmaDevicePath, abi.UcmaOpen)
 }
 
-// openUcma opens the rdma_cm node at path with open (unix.Open; tests
-// inject errnos, since the host tests run as root and root ignores file
-// modes).
+// openUcma opens the rdma_cm node at path with open (abi.UcmaOpen, a raw
+// openat; tests inject errnos, since the host tests run as root and root
+// ignores file modes).
 func openUcma(path string, open func(path string, mode int, perm uint32) (int, error)) (*kernel, error) {
 	fd, err := open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
@@ -94,6 +76,9 @@ func openUcma(path string, open func(path string, mode int, perm uint32) (int, e
 		f.Close()
 		return nil, fmt.Errorf("cm: %w", err)
 	}
+	// Two command pages: one for the commands, one for the event
+	// reader's GET_EVENT (abi.UcmaWarmScratch).
+	abi.UcmaWarmScratch(2)
 	return &kernel{f: f, rc: rc}, nil
 }
 

@@ -58,7 +58,8 @@ type cmTimer struct {
 	steps [numSteps][2]time.Time
 	// usage is the process's context switches and minor faults at each
 	// step's start and end (selfUsage), read with -cmtime-usage only.
-	usage [numSteps][2][2]int64
+	usage     [numSteps][2][2]int64
+	usageSeen [numSteps]bool
 
 	mu        sync.Mutex
 	completed [numSteps]int
@@ -135,7 +136,26 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	t.cond = sync.NewCond(&t.mu)
 	ch := a.ch
 
-	// The event loop: one goroutine handles every event (cma_handler).
+	t.out.println("creating id")
+	a.stepUsage(t, stepCreateID, 0)
+	t.steps[stepCreateID][0] = time.Now()
+	for i := range t.nodes {
+		node := &t.nodes[i]
+		node.times[stepCreateID][0] = time.Now()
+		id, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Context: node})
+		if err != nil {
+			return err
+		}
+		node.id = id
+		node.times[stepCreateID][1] = time.Now()
+	}
+	t.steps[stepCreateID][1] = time.Now()
+	a.stepUsage(t, stepCreateID, 1)
+
+	// The event loop: one goroutine handles every event (cma_handler),
+	// started after the create id step as cmtime starts its event thread
+	// (run_client, after create_ids in main): its first run, the netpoller
+	// wait included, is not inside the step.
 	evCtx, stopEvents := context.WithCancel(ctx)
 	evDone := make(chan struct{})
 	defer func() { stopEvents(); <-evDone }()
@@ -157,22 +177,6 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 			ev.Ack()
 		}
 	}()
-
-	t.out.println("creating id")
-	a.stepUsage(t, stepCreateID, 0)
-	t.steps[stepCreateID][0] = time.Now()
-	for i := range t.nodes {
-		node := &t.nodes[i]
-		node.times[stepCreateID][0] = time.Now()
-		id, err := ch.CreateID(rdma.PortSpaceTCP, &cm.IDOptions{Context: node})
-		if err != nil {
-			return err
-		}
-		node.id = id
-		node.times[stepCreateID][1] = time.Now()
-	}
-	t.steps[stepCreateID][1] = time.Now()
-	a.stepUsage(t, stepCreateID, 1)
 	defer a.cmtimeDestroy(t)
 
 	if src.Addr().IsValid() {
@@ -299,7 +303,12 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	var cqOwner *cmNode
+	var cqOwner, last *cmNode
+	for i := range t.nodes {
+		if !t.nodes[i].err {
+			last = &t.nodes[i]
+		}
+	}
 	if err := run(stepDisconnect, "disconnecting", func(node *cmNode) error {
 		err := node.id.Disconnect(ctx)
 		if node.ownsCQs && !a.cfg.cmtimeOwnCQs {
@@ -307,15 +316,25 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 			// now (cmtime's destroy_cq fails with EBUSY here).
 			cqOwner = node
 			node.id.QP().Verbs.Close()
-			return err
+		} else {
+			node.id.DestroyQP()
 		}
-		node.id.DestroyQP()
+		if node == last && cqOwner != nil {
+			// Every QP is gone: close the shared CQs in this step, where
+			// cmtime tries to (rdma_destroy_qp on its first ID), not
+			// between it and destroy: the first syscall through the
+			// scheduler after the step's wait wakes Go's sysmon from its
+			// deep sleep into 20 µs polling, and the destroy step would
+			// run in it (docs/benchmarks.md, "Third pass").
+			cqOwner.id.DestroyQP()
+			cqOwner = nil
+		}
 		return err
 	}); err != nil {
 		return err
 	}
 	if cqOwner != nil {
-		cqOwner.id.DestroyQP() // the QP is gone; this closes the shared CQs
+		cqOwner.id.DestroyQP() // the last node failed before closing them
 	}
 	stopEvents()
 	<-evDone
@@ -347,8 +366,17 @@ type stdoutBuffer struct {
 	line bool
 }
 
+// stdoutIsCharDevice is looked up once at start-up, not when the first
+// step begins: fstat through the scheduler right before a step restarts
+// Go's sysmon's 20 µs polling (issue 17, docs/benchmarks.md "Third
+// pass").
+var stdoutIsCharDevice = func() bool {
+	fi, err := os.Stdout.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}()
+
 func newStdoutBuffer(lineBuffered bool) *stdoutBuffer {
-	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+	if stdoutIsCharDevice {
 		lineBuffered = true
 	}
 	return &stdoutBuffer{w: bufio.NewWriterSize(os.Stdout, 64<<10), line: lineBuffered}
@@ -389,13 +417,17 @@ func (a *app) cmtimeDestroy(t *cmTimer) {
 	}
 	t.steps[stepDestroy][1] = time.Now()
 	a.stepUsage(t, stepDestroy, 1)
+	a.printUsage(t)
 }
 
 // stepUsage records the process's context switches and minor faults at
-// the start (end 0) or end (1) of step s, and with -cmtime-usage prints
-// the step's to stderr at its end: where Go's sysmon wakes (a switch
-// each) or fresh memory is touched (issue 17). -d is not needed (it
-// traces the CM, which slows the steps).
+// the start (end 0) or end (1) of step s with -cmtime-usage: where Go's
+// sysmon wakes (a switch each) or fresh memory is touched (issue 17).
+// printUsage prints them after the last step: a write to stderr between
+// steps goes through the scheduler's syscall path, and when it is retaken
+// it restarts sysmon's 20 µs polling in the next step (docs/benchmarks.md,
+// "Third pass"). -d is not needed (it traces the CM, which slows the
+// steps).
 func (a *app) stepUsage(t *cmTimer, s cmStep, end int) {
 	if !a.cfg.cmtimeUsage {
 		return
@@ -405,10 +437,22 @@ func (a *app) stepUsage(t *cmTimer, s cmStep, end int) {
 		return
 	}
 	t.usage[s][end] = [2]int64{sw, flt}
-	if end == 1 {
-		u := t.usage[s]
-		fmt.Fprintf(os.Stderr, "usage: %s: %d context switches, %d minor faults (this process)\n", stepNames[s], u[1][0]-u[0][0], u[1][1]-u[0][1])
+	t.usageSeen[s] = true
+}
+
+func (a *app) printUsage(t *cmTimer) {
+	if !a.cfg.cmtimeUsage {
+		return
 	}
+	var b []byte
+	for s := cmStep(0); s < numSteps; s++ {
+		if !t.usageSeen[s] {
+			continue
+		}
+		u := t.usage[s]
+		b = fmt.Appendf(b, "usage: %s: %d context switches, %d minor faults (this process)\n", stepNames[s], u[1][0]-u[0][0], u[1][1]-u[0][1])
+	}
+	os.Stderr.Write(b)
 }
 
 // cmtimeEvent is cmtime's cma_handler for the client's IDs.

@@ -1,0 +1,76 @@
+//go:build linux
+
+package abi
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestReadSmallFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "abi_version")
+	if err := os.WriteFile(p, []byte("4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := readSmallFile(p)
+	if err != nil || string(b) != "4\n" {
+		t.Fatalf("readSmallFile = %q, %v; want \"4\\n\"", b, err)
+	}
+	if _, err := readSmallFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestUcmaOpenFlags(t *testing.T) {
+	fd, err := UcmaOpen("/dev/null", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl&unix.O_ACCMODE != unix.O_RDWR || fl&unix.O_NONBLOCK == 0 {
+		t.Fatalf("flags %#x: want O_RDWR|O_NONBLOCK", fl)
+	}
+	fdfl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil || fdfl&unix.FD_CLOEXEC == 0 {
+		t.Fatalf("F_GETFD = %#x, %v: want FD_CLOEXEC", fdfl, err)
+	}
+	if _, err := UcmaOpen("/nonexistent/rdma_cm", unix.O_RDWR, 0); err != unix.ENOENT {
+		t.Fatalf("missing node: %v, want ENOENT", err)
+	}
+}
+
+func TestUcmaWarmScratch(t *testing.T) {
+	scratchPool.Lock()
+	saved := scratchPool.free
+	scratchPool.free = nil
+	scratchPool.Unlock()
+	t.Cleanup(func() {
+		scratchPool.Lock()
+		for _, s := range scratchPool.free {
+			_ = unix.Munmap(s.mem)
+		}
+		scratchPool.free = saved
+		scratchPool.Unlock()
+	})
+	UcmaWarmScratch(2)
+	UcmaWarmScratch(2) // already two: maps nothing more
+	scratchPool.Lock()
+	n := len(scratchPool.free)
+	scratchPool.Unlock()
+	if n != 2 {
+		t.Fatalf("%d pages kept, want 2", n)
+	}
+	s := getScratch()
+	s.mem[0], s.mem[scratchSize-1] = 1, 2 // writable, the whole page
+	putScratch(s)
+}
