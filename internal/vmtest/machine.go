@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,9 +68,20 @@ type MachineConfig struct {
 	Debug               bool      // kernel messages on the console
 }
 
+// guestCPUs is the guests' vCPU count: 1, or $VMTEST_SMP (a positive
+// number) for experiments only, such as giving Go's sysmon a CPU of its
+// own (issue 17, docs/benchmarks.md "Third pass"). Tests and benchmarks
+// assume 1.
+func guestCPUs() string {
+	if n, err := strconv.Atoi(os.Getenv("VMTEST_SMP")); err == nil && n > 0 {
+		return strconv.Itoa(n)
+	}
+	return "1"
+}
+
 func (c *MachineConfig) qemuArgs(img *Image, skip []string) []string {
 	args := []string{"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
-		"-m", fmt.Sprint(c.MemoryMiB), "-smp", "1"}
+		"-m", fmt.Sprint(c.MemoryMiB), "-smp", guestCPUs()}
 	if c.Accel == "kvm" {
 		args = append(args, "-accel", "kvm", "-cpu", "host")
 	} else {
