@@ -29,7 +29,8 @@ func IsUverbsFD(fd int) bool {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		return false
 	}
-	return unix.Major(st.Rdev) == NodeMajor && unix.Minor(st.Rdev) == NodeMinor
+	rdev := uint64(st.Rdev) // uint32 on mips and mips64
+	return unix.Major(rdev) == NodeMajor && unix.Minor(rdev) == NodeMinor
 }
 
 // Install makes the device answer this process's uverbs calls (fds for
