@@ -88,7 +88,9 @@ func readSmallFile(path string) ([]byte, error) {
 // UcmaWarmScratch maps n command pages with raw mmap calls and keeps
 // them for the commands to come (at most scratchKeep in all), so that the
 // channel's first commands (create id, the event reader's GET_EVENT) map
-// nothing.
+// nothing. Where mmap takes its arguments in a struct (386, s390x:
+// old_mmap) the call fails and the pages are mapped by getScratch when
+// first needed, as before.
 func UcmaWarmScratch(n int) {
 	for range n {
 		scratchPool.Lock()
