@@ -89,8 +89,7 @@ func readSmallFile(path string) ([]byte, error) {
 // them for the commands to come (at most scratchKeep in all), so that the
 // channel's first commands (create id, the event reader's GET_EVENT) map
 // nothing. Where mmap takes its arguments in a struct (386, s390x:
-// old_mmap) the call fails and the pages are mapped by getScratch when
-// first needed, as before.
+// old_mmap) the raw call fails and unix.Mmap maps the page.
 func UcmaWarmScratch(n int) {
 	for range n {
 		scratchPool.Lock()
@@ -99,10 +98,17 @@ func UcmaWarmScratch(n int) {
 		if full {
 			return
 		}
-		addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, scratchSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS, ^uintptr(0), 0)
-		if e != 0 {
-			return
+		const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+		var mem []byte
+		addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, scratchSize, prot, flags, ^uintptr(0), 0)
+		if e == 0 {
+			mem = unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), scratchSize)
+		} else {
+			var err error
+			if mem, err = unix.Mmap(-1, 0, scratchSize, prot, flags); err != nil {
+				return
+			}
 		}
-		putScratch(&scratch{mem: unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), scratchSize)})
+		putScratch(&scratch{mem: mem})
 	}
 }
