@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -111,7 +110,7 @@ func (d Discovery) devPath(name string) string {
 }
 
 func readTrim(p string) (string, error) {
-	b, err := os.ReadFile(p)
+	b, err := abi.SysfsReadFile(p)
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +142,7 @@ func (d Discovery) Devices() ([]Device, error) {
 	}
 	ibDir := d.sysClass("infiniband")
 	verbsDir := d.sysClass("infiniband_verbs")
-	entries, err := os.ReadDir(ibDir)
+	entries, err := abi.SysfsReadDir(ibDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &rdma.OpError{Pkg: "uverbs", Op: "list devices", Path: ibDir, Err: err}
 	}
@@ -163,7 +162,7 @@ func (d Discovery) Devices() ([]Device, error) {
 	cm := d.rdmaCM()
 	var devs []Device
 	for _, e := range entries {
-		dev, err := d.device(e.Name())
+		dev, err := d.device(e)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +218,7 @@ func (d Discovery) checkABI() error {
 // name is prefix followed by a number, sorted by port.
 func (d Discovery) charDevs(class, prefix string) (map[string][]CharDev, error) {
 	dir := d.sysClass(class)
-	entries, err := os.ReadDir(dir)
+	entries, err := abi.SysfsReadDir(dir)
 	out := map[string][]CharDev{}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -227,8 +226,7 @@ func (d Discovery) charDevs(class, prefix string) (map[string][]CharDev, error) 
 		}
 		return out, &rdma.OpError{Pkg: "uverbs", Op: "list " + class, Path: dir, Err: err}
 	}
-	for _, e := range entries {
-		name := e.Name()
+	for _, name := range entries {
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
@@ -262,15 +260,14 @@ func (d Discovery) charDev(sysDir, name string) CharDev {
 			c.Major, c.Minor = uint32(a), uint32(b)
 		}
 	}
-	_, err := os.Stat(c.Path)
-	c.Present = err == nil
+	c.Present = abi.SysfsExists(c.Path)
 	return c
 }
 
 // rdmaCM describes the rdma_cm misc device.
 func (d Discovery) rdmaCM() CharDev {
 	for _, p := range []string{d.sysClass("misc/rdma_cm"), d.sysClass("infiniband_ucma/rdma_cm")} {
-		if _, err := os.Stat(p); err == nil {
+		if abi.SysfsExists(p) {
 			c := d.charDev(p, "rdma_cm")
 			c.ABIVersion, _ = readInt(filepath.Join(p, "abi_version"))
 			if c.ABIVersion == 0 {
@@ -280,8 +277,7 @@ func (d Discovery) rdmaCM() CharDev {
 		}
 	}
 	c := CharDev{Name: "rdma_cm", Path: d.devPath("rdma_cm")}
-	_, err := os.Stat(c.Path)
-	c.Present = err == nil
+	c.Present = abi.SysfsExists(c.Path)
 	return c
 }
 
@@ -305,16 +301,16 @@ func (d Discovery) device(name string) (Device, error) {
 	if s, err := readTrim(filepath.Join(dir, "device", "modalias")); err == nil {
 		dev.PCIVendor, dev.PCIDevice, _ = parsePCIModalias(s)
 	}
-	ports, err := os.ReadDir(filepath.Join(dir, "ports"))
+	ports, err := abi.SysfsReadDir(filepath.Join(dir, "ports"))
 	if err != nil {
 		return dev, &rdma.OpError{Pkg: "uverbs", Op: "list ports", Device: name, Path: filepath.Join(dir, "ports"), Err: err}
 	}
 	for _, pe := range ports {
-		num, err := strconv.Atoi(pe.Name())
+		num, err := strconv.Atoi(pe)
 		if err != nil {
 			continue
 		}
-		p, err := d.port(dev, filepath.Join(dir, "ports", pe.Name()), num)
+		p, err := d.port(dev, filepath.Join(dir, "ports", pe), num)
 		if err != nil {
 			return dev, err
 		}
@@ -390,17 +386,17 @@ func RoCEMTU(netdevMTU int) rdma.MTU {
 // type file is readable (the kernel fails the read with EINVAL for an
 // unused slot).
 func (d Discovery) gids(portDir string, port int, ll LinkLayer) []GIDEntry {
-	entries, err := os.ReadDir(filepath.Join(portDir, "gids"))
+	entries, err := abi.SysfsReadDir(filepath.Join(portDir, "gids"))
 	if err != nil {
 		return nil
 	}
 	var out []GIDEntry
 	for _, e := range entries {
-		idx, err := strconv.Atoi(e.Name())
+		idx, err := strconv.Atoi(e)
 		if err != nil {
 			continue
 		}
-		s, err := readTrim(filepath.Join(portDir, "gids", e.Name()))
+		s, err := readTrim(filepath.Join(portDir, "gids", e))
 		if err != nil {
 			continue
 		}
@@ -409,7 +405,7 @@ func (d Discovery) gids(portDir string, port int, ll LinkLayer) []GIDEntry {
 			continue
 		}
 		ent := GIDEntry{Port: port, Index: idx, GID: g}
-		typ, err := readTrim(filepath.Join(portDir, "gid_attrs", "types", e.Name()))
+		typ, err := readTrim(filepath.Join(portDir, "gid_attrs", "types", e))
 		switch {
 		case err != nil && ll == LinkEthernet:
 			continue // RoCE slot without attributes: not in use
@@ -420,7 +416,7 @@ func (d Discovery) gids(portDir string, port int, ll LinkLayer) []GIDEntry {
 		default:
 			ent.Type = GIDTypeIB
 		}
-		ent.Netdev, _ = readTrim(filepath.Join(portDir, "gid_attrs", "ndevs", e.Name()))
+		ent.Netdev, _ = readTrim(filepath.Join(portDir, "gid_attrs", "ndevs", e))
 		out = append(out, ent)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })

@@ -15,6 +15,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // The -cmtime mode times connection setup and teardown the way rdma-core's
@@ -43,10 +44,9 @@ var stepNames = [numSteps]string{
 }
 
 type cmNode struct {
-	id      *cm.ID
-	times   [numSteps][2]time.Time
-	err     bool
-	ownsCQs bool // its QP made the CQs every QP uses (cmtime's first ID)
+	id    *cm.ID
+	times [numSteps][2]time.Time
+	err   bool
 }
 
 // curStep is the step under way, for profile labels.
@@ -177,7 +177,9 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 			ev.Ack()
 		}
 	}()
-	defer a.cmtimeDestroy(t)
+	// The CQs every QP shares (below) close after the IDs, on every path.
+	var cqs sharedCQs
+	defer func() { a.cmtimeDestroy(t); cqs.close() }()
 
 	if src.Addr().IsValid() {
 		t.out.println("binding source address")
@@ -261,11 +263,15 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	// and rdma_create_qp copies the attributes it completed back into it
 	// (librdmacm cma.c, rdma_create_qp: memcpy(qp_init_attr, &attr_ex)),
 	// the CQs it made included: the first call makes two completion
-	// channels and two CQs, every later QP uses that first ID's CQs. The
-	// same here: the first QP's CQs go to the others. Their destroy_cq
-	// then fails with EBUSY in cmtime's disconnect step (rdma_destroy_qp
-	// on the first ID), and they live until exit; here the first ID's
-	// CQs are closed after the last QP, outside the timed steps.
+	// channels and two CQs (ucma_create_cqs), every later QP uses that
+	// first ID's CQs. Their destroy_cq then fails with EBUSY in cmtime's
+	// disconnect step (rdma_destroy_qp on the first ID) and they live
+	// until exit. Here the first QP's turn makes the same channels and
+	// CQs, on the ID's device, and every QP uses them; they close after
+	// the destroy step: a DESTROY_CQ can wait in rxe (about 20 ms in the
+	// disconnect step) and, between disconnect and destroy, woke Go's
+	// sysmon into the destroy step (issue 17, docs/benchmarks.md "Fourth
+	// pass").
 	var shared cm.QPInit
 	a.stepUsage(t, stepCreateQP, 0)
 	t.steps[stepCreateQP][0] = time.Now()
@@ -277,18 +283,19 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 		node.times[stepCreateQP][0] = time.Now()
 		init := shared
 		init.Cap = qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
-		if a.cfg.cmtimeOwnCQs {
-			init.SendCQ, init.RecvCQ = nil, nil
+		if !a.cfg.cmtimeOwnCQs && shared.SendCQ == nil {
+			if err := cqs.create(node.id, init.Cap); err != nil {
+				fmt.Fprintf(os.Stderr, "failure creating qp: %v\n", err)
+				node.err = true
+				continue
+			}
+			shared.SendCQ, shared.RecvCQ = cqs.send, cqs.recv
+			init.SendCQ, init.RecvCQ = cqs.send, cqs.recv
 		}
-		q, err := node.id.CreateQP(init)
-		if err != nil {
+		if _, err := node.id.CreateQP(init); err != nil {
 			fmt.Fprintf(os.Stderr, "failure creating qp: %v\n", err)
 			node.err = true
 			continue
-		}
-		if shared.SendCQ == nil {
-			shared.SendCQ, shared.RecvCQ = q.SendCQ, q.RecvCQ
-			node.ownsCQs = true
 		}
 		node.times[stepCreateQP][1] = time.Now()
 	}
@@ -303,32 +310,17 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	var cqOwner *cmNode
 	if err := run(stepDisconnect, "disconnecting", func(node *cmNode) error {
 		err := node.id.Disconnect(ctx)
-		if node.ownsCQs && !a.cfg.cmtimeOwnCQs {
-			// Its CQs still serve the other QPs: destroy only the QP
-			// now (cmtime's destroy_cq fails with EBUSY here).
-			cqOwner = node
-			node.id.QP().Verbs.Close()
-			return err
-		}
-		node.id.DestroyQP()
+		node.id.DestroyQP() // the shared CQs stay (cmtime's destroy_cq: EBUSY)
 		return err
 	}); err != nil {
 		return err
 	}
-	if cqOwner != nil {
-		// The QP is gone; this closes the shared CQs, outside the steps:
-		// in the disconnect step rxe's DESTROY_CQ waited about 20 ms for
-		// the just destroyed QPs' release (every connection's minimum
-		// disconnect time went from 2.7 to 20 ms), where cmtime's
-		// destroy_cq fails at once with EBUSY.
-		cqOwner.id.DestroyQP()
-	}
 	stopEvents()
 	<-evDone
 	a.cmtimeDestroy(t)
+	cqs.close()
 	t.out.print(t.table(src.Addr().IsValid()))
 	failed := 0
 	for i := range t.nodes {
@@ -540,4 +532,52 @@ func (a *app) cmtimeServer(ctx context.Context) error {
 		}
 		ev.Ack()
 	}
+}
+
+// sharedCQs are the completion channels and CQs every cmtime QP uses,
+// made as librdmacm's ucma_create_cqs makes them for the first QP: the
+// receive side first, each CQ as deep as its queue, with its own channel.
+type sharedCQs struct {
+	send, recv     *uverbs.CQ
+	sendCh, recvCh *uverbs.CompChannel
+}
+
+func (c *sharedCQs) create(id *cm.ID, qc qp.Cap) (err error) {
+	defer func() {
+		if err != nil {
+			c.close()
+		}
+	}()
+	vctx, _, err := id.Verbs()
+	if err != nil {
+		return err
+	}
+	if c.recvCh, err = vctx.CreateCompChannel(); err != nil {
+		return err
+	}
+	if c.recv, err = vctx.CreateCQ(int(qc.MaxRecvWR), c.recvCh, 0); err != nil {
+		return err
+	}
+	if c.sendCh, err = vctx.CreateCompChannel(); err != nil {
+		return err
+	}
+	c.send, err = vctx.CreateCQ(int(qc.MaxSendWR), c.sendCh, 0)
+	return err
+}
+
+// close closes what create made, once; the QPs that used them are gone.
+func (c *sharedCQs) close() {
+	if c.send != nil {
+		c.send.Close()
+	}
+	if c.sendCh != nil {
+		c.sendCh.Close()
+	}
+	if c.recv != nil {
+		c.recv.Close()
+	}
+	if c.recvCh != nil {
+		c.recvCh.Close()
+	}
+	*c = sharedCQs{}
 }
