@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -485,8 +484,8 @@ func (x *Context) QueryGIDTable() ([]GIDEntry, error) {
 	out := gidEntries(entries, num)
 	for i := range out {
 		if out[i].NetdevIndex != 0 {
-			if ifc, err := net.InterfaceByIndex(out[i].NetdevIndex); err == nil {
-				out[i].Netdev = ifc.Name
+			if name, err := abi.IfIndexToName(out[i].NetdevIndex); err == nil {
+				out[i].Netdev = name
 			}
 		}
 	}

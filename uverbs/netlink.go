@@ -440,28 +440,17 @@ var nlSeq atomic.Uint32
 // nlRequest sends one RDMA netlink request and calls fn with the
 // attributes of each reply message until the kernel is done.
 func nlRequest(op uint16, flags uint16, attrs []byte, fn func(attrs []byte) error) error {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, abi.NetlinkRDMA)
+	// Raw syscalls (abi.NetlinkSocket): the kernel answers inside the
+	// request (issue 17).
+	fd, pid, err := abi.NetlinkSocket(abi.NetlinkRDMA)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return err
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return err
-	}
-	local, ok := sa.(*unix.SockaddrNetlink)
-	if !ok {
-		return fmt.Errorf("RDMA netlink: socket address %T", sa)
-	}
-	// Error messages from the kernel, where it has them (Linux 4.12+).
-	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
+	defer abi.CloseRaw(fd)
 	x := nlExchange{
 		typ:  abi.RDMANLType(abi.RDMANLNldev, op),
 		seq:  nlSeq.Add(1),
-		pid:  local.Pid,
+		pid:  pid,
 		dump: flags&unix.NLM_F_DUMP == unix.NLM_F_DUMP,
 	}
 	msg := make([]byte, unix.NLMSG_HDRLEN, unix.NLMSG_HDRLEN+len(attrs))
@@ -471,26 +460,26 @@ func nlRequest(op uint16, flags uint16, attrs []byte, fn func(attrs []byte) erro
 	abi.Native.PutUint16(msg[6:], unix.NLM_F_REQUEST|flags)
 	abi.Native.PutUint32(msg[8:], x.seq)
 	abi.Native.PutUint32(msg[12:], x.pid)
-	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := abi.NetlinkSendToKernel(fd, msg); err != nil {
 		return err
 	}
 	buf := make([]byte, 32<<10)
 	for {
 		// Peek with MSG_TRUNC for the datagram's real size, so that a
 		// large one is read whole instead of cut short.
-		n, _, err := unix.Recvfrom(fd, buf, unix.MSG_PEEK|unix.MSG_TRUNC)
+		n, _, err := abi.NetlinkRecv(fd, buf, unix.MSG_PEEK|unix.MSG_TRUNC)
 		if err != nil {
 			return err
 		}
 		if n > len(buf) {
 			buf = make([]byte, n)
 		}
-		n, from, err := unix.Recvfrom(fd, buf, 0)
+		n, from, err := abi.NetlinkRecv(fd, buf, 0)
 		if err != nil {
 			return err
 		}
-		if src, ok := from.(*unix.SockaddrNetlink); !ok || src.Pid != 0 {
-			return nlMalformed("datagram from %+v, not from the kernel", from)
+		if from != 0 {
+			return nlMalformed("datagram from port id %d, not from the kernel", from)
 		}
 		done, err := x.parse(buf[:n], fn)
 		if err != nil || done {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
@@ -348,17 +349,14 @@ type stdoutBuffer struct {
 	line bool
 }
 
-// stdoutIsCharDevice is looked up once at start-up, not when the first
-// step begins: fstat through the scheduler right before a step restarts
-// Go's sysmon's 20 µs polling (issue 17, docs/benchmarks.md "Third
-// pass").
-var stdoutIsCharDevice = func() bool {
-	fi, err := os.Stdout.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}()
+// stdoutIsTerminal is looked up once at start-up, as glibc's stdio does
+// (isatty), with a raw ioctl: fstat through the scheduler, here or right
+// before a step, was retaken by Go's sysmon and restarted its 20 µs
+// polling (issue 17, docs/benchmarks.md "Third pass", "Fourth pass").
+var stdoutIsTerminal = abi.IsTerminal(1) // stdout; os.Stdout.Fd() could make it blocking
 
 func newStdoutBuffer(lineBuffered bool) *stdoutBuffer {
-	if stdoutIsCharDevice {
+	if stdoutIsTerminal {
 		lineBuffered = true
 	}
 	return &stdoutBuffer{w: bufio.NewWriterSize(os.Stdout, 64<<10), line: lineBuffered}
@@ -422,6 +420,11 @@ func (a *app) stepUsage(t *cmTimer, s cmStep, end int) {
 	t.usageSeen[s] = true
 }
 
+// processStart is about when the runtime started: -cmtime-usage gives
+// each step's edges from it, to set beside the times of sysmon's restarts
+// that a `sysmon_goroot.py trace` build prints (tracetools/README.md).
+var processStart = time.Now()
+
 func (a *app) printUsage(t *cmTimer) {
 	if !a.cfg.cmtimeUsage {
 		return
@@ -432,7 +435,8 @@ func (a *app) printUsage(t *cmTimer) {
 			continue
 		}
 		u := t.usage[s]
-		b = fmt.Appendf(b, "usage: %s: %d context switches, %d minor faults (this process)\n", stepNames[s], u[1][0]-u[0][0], u[1][1]-u[0][1])
+		b = fmt.Appendf(b, "usage: %s: %d context switches, %d minor faults (this process), from %d to %d us after start\n", stepNames[s], u[1][0]-u[0][0], u[1][1]-u[0][1],
+			t.steps[s][0].Sub(processStart).Microseconds(), t.steps[s][1].Sub(processStart).Microseconds())
 	}
 	os.Stderr.Write(b)
 }

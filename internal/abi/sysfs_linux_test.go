@@ -5,12 +5,14 @@ package abi
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // The raw sysfs readers answer as package os does: contents, sorted
@@ -58,4 +60,72 @@ func TestSysfsReadersMatchPackageOS(t *testing.T) {
 	if !SysfsExists(filepath.Join(dir, "d0")) || !SysfsExists(filepath.Join(dir, "c")) || SysfsExists(missing) {
 		t.Error("SysfsExists disagrees with os.Stat")
 	}
+}
+
+func TestIsTerminalOfAFileAndAPipe(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if IsTerminal(int(f.Fd())) || IsTerminal(int(w.Fd())) || IsTerminal(-1) {
+		t.Error("IsTerminal: a file, a pipe or fd -1 is a terminal")
+	}
+}
+
+func TestIfIndexToNameNamesLoopback(t *testing.T) {
+	ifc, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err) // every Linux network namespace has lo
+	}
+	name, err := IfIndexToName(ifc.Index)
+	if err != nil || name != "lo" {
+		t.Errorf("IfIndexToName(%d) = %q, %v; want lo", ifc.Index, name, err)
+	}
+	if _, err := IfIndexToName(1 << 30); !errors.Is(err, unix.ENODEV) {
+		t.Errorf("IfIndexToName(no such index) = %v, want ENODEV", err)
+	}
+}
+
+// A netlink request with the raw calls: RTM_GETLINK dump of this network
+// namespace ends with NLMSG_DONE from port id 0.
+func TestNetlinkRawDumpEnds(t *testing.T) {
+	fd, pid, err := NetlinkSocket(unix.NETLINK_ROUTE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer CloseRaw(fd)
+	msg := make([]byte, unix.NLMSG_HDRLEN+unix.SizeofIfInfomsg)
+	Native.PutUint32(msg[0:], uint32(len(msg)))
+	Native.PutUint16(msg[4:], unix.RTM_GETLINK)
+	Native.PutUint16(msg[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	Native.PutUint32(msg[8:], 1)
+	Native.PutUint32(msg[12:], pid)
+	if err := NetlinkSendToKernel(fd, msg); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for range 1000 {
+		n, from, err := NetlinkRecv(fd, buf, 0)
+		if err != nil || from != 0 || n < unix.NLMSG_HDRLEN {
+			t.Fatalf("NetlinkRecv = %d, from %d, %v", n, from, err)
+		}
+		for b := buf[:n]; len(b) >= unix.NLMSG_HDRLEN; {
+			l := int(Native.Uint32(b))
+			if Native.Uint16(b[4:]) == unix.NLMSG_DONE {
+				return
+			}
+			if l < unix.NLMSG_HDRLEN || l > len(b) {
+				t.Fatalf("bad message length %d", l)
+			}
+			b = b[min((l+3)&^3, len(b)):]
+		}
+	}
+	t.Fatal("no NLMSG_DONE")
 }
