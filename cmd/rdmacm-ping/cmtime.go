@@ -57,9 +57,10 @@ type cmTimer struct {
 	out   *stdoutBuffer
 	nodes []cmNode
 	steps [numSteps][2]time.Time
-	// usage is the process's context switches and minor faults at each
-	// step's start and end (selfUsage), read with -cmtime-usage only.
-	usage     [numSteps][2][2]int64
+	// usage is the process's context switches, the step thread's, and
+	// minor faults at each step's start and end (selfUsage), read with
+	// -cmtime-usage only.
+	usage     [numSteps][2][3]int64
 	usageSeen [numSteps]bool
 
 	mu        sync.Mutex
@@ -412,11 +413,11 @@ func (a *app) stepUsage(t *cmTimer, s cmStep, end int) {
 	if !a.cfg.cmtimeUsage {
 		return
 	}
-	sw, flt, ok := selfUsage()
+	sw, tsw, flt, ok := selfUsage()
 	if !ok {
 		return
 	}
-	t.usage[s][end] = [2]int64{sw, flt}
+	t.usage[s][end] = [3]int64{sw, tsw, flt}
 	t.usageSeen[s] = true
 }
 
@@ -435,7 +436,7 @@ func (a *app) printUsage(t *cmTimer) {
 			continue
 		}
 		u := t.usage[s]
-		b = fmt.Appendf(b, "usage: %s: %d context switches, %d minor faults (this process), from %d to %d us after start\n", stepNames[s], u[1][0]-u[0][0], u[1][1]-u[0][1],
+		b = fmt.Appendf(b, "usage: %s: %d context switches (%d of the step's thread), %d minor faults (this process), from %d to %d us after start\n", stepNames[s], u[1][0]-u[0][0], u[1][1]-u[0][1], u[1][2]-u[0][2],
 			t.steps[s][0].Sub(processStart).Microseconds(), t.steps[s][1].Sub(processStart).Microseconds())
 	}
 	os.Stderr.Write(b)

@@ -7,10 +7,14 @@ import "golang.org/x/sys/unix"
 // x/sys/unix: it does not pass through the scheduler, so reading it
 // neither wakes Go's sysmon nor counts a switch of its own (issue 17:
 // -cmtime-usage prints both per cmtime step).
-func selfUsage() (switches, minorFaults int64, ok bool) {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
-		return 0, 0, false
+//
+// threadSwitches are those of the calling thread (RUSAGE_THREAD): the
+// step's goroutine runs on one thread with GOMAXPROCS=1, so the rest are
+// other threads' (sysmon's wake-ups, a handed-off P).
+func selfUsage() (switches, threadSwitches, minorFaults int64, ok bool) {
+	var ru, rt unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil || unix.Getrusage(unix.RUSAGE_THREAD, &rt) != nil {
+		return 0, 0, 0, false
 	}
-	return int64(ru.Nvcsw) + int64(ru.Nivcsw), int64(ru.Minflt), true // int32 on 386
+	return int64(ru.Nvcsw) + int64(ru.Nivcsw), int64(rt.Nvcsw) + int64(rt.Nivcsw), int64(ru.Minflt), true // int32 on 386
 }

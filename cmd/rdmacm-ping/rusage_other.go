@@ -3,4 +3,4 @@
 package main
 
 // selfUsage has nothing to report off Linux.
-func selfUsage() (switches, minorFaults int64, ok bool) { return 0, 0, false }
+func selfUsage() (switches, threadSwitches, minorFaults int64, ok bool) { return 0, 0, 0, false }
