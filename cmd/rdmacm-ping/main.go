@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -42,6 +43,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Let os/signal's watcher goroutine start and park now. It blocks in
+	// the runtime (signal_recv) with an immediate handoff of the P to
+	// another thread; left for later, it first ran when sysmon preempted
+	// the -cmtime create id step, which then moved to a new thread in the
+	// middle of the step (issue 17, docs/benchmarks.md "Fourth pass").
+	runtime.Gosched()
 	if cfg.cpuprofile != "" {
 		f, err := os.Create(cfg.cpuprofile)
 		if err != nil {
