@@ -12,7 +12,10 @@ import "sync"
 // quarter of the client's CPU outside syscalls (issue 17, pprof of
 // cm's BenchmarkGuestCreateQP). getScratch returns nil where there is
 // none (off Linux, or mmap failed): callers then pin Go memory.
-type scratch struct{ mem []byte }
+type scratch struct {
+	mem     []byte
+	viaUnix bool // mapped by unix.Mmap, not the raw call (mapScratchPage)
+}
 
 const scratchSize = 4096
 

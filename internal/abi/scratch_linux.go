@@ -4,6 +4,7 @@ package abi
 
 import (
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,11 +30,35 @@ func getScratch() *scratch {
 		return s
 	}
 	scratchPool.Unlock()
-	mem, err := unix.Mmap(-1, 0, scratchSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	return mapScratchPage()
+}
+
+// mapScratchPage maps one page with a raw mmap (an anonymous mapping
+// never waits; through the scheduler's path the call could be retaken by
+// Go's sysmon, issue 17). Where mmap takes its arguments in a struct
+// (386, s390x: old_mmap) the raw call fails and unix.Mmap maps the page;
+// unmapScratchPage undoes either. nil when no page can be mapped.
+func mapScratchPage() *scratch {
+	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, scratchSize, prot, flags, ^uintptr(0), 0)
+	if e == 0 {
+		return &scratch{mem: unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), scratchSize)}
+	}
+	mem, err := unix.Mmap(-1, 0, scratchSize, prot, flags)
 	if err != nil {
 		return nil
 	}
-	return &scratch{mem: mem}
+	return &scratch{mem: mem, viaUnix: true}
+}
+
+// unmapScratchPage unmaps a page of mapScratchPage: unix.Munmap knows
+// only the mappings unix.Mmap made (EINVAL for the others).
+func unmapScratchPage(s *scratch) {
+	if s.viaUnix {
+		_ = unix.Munmap(s.mem)
+		return
+	}
+	_ = MunmapShort(s.mem)
 }
 
 func putScratch(s *scratch) {
@@ -44,5 +69,5 @@ func putScratch(s *scratch) {
 		return
 	}
 	scratchPool.Unlock()
-	_ = unix.Munmap(s.mem)
+	unmapScratchPage(s)
 }

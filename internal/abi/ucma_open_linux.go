@@ -42,12 +42,12 @@ func UcmaOpen(path string, mode int, perm uint32) (int, error) {
 
 // UcmaReadABIVersion reads the ucma ABI version from the first of
 // UcmaABIVersionPaths that exists; the error of the first path when
-// none can be read (an errno: errors.Is(err, fs.ErrNotExist) holds for
-// ENOENT).
+// none can be read (an *fs.PathError: errors.Is(err, fs.ErrNotExist)
+// holds for ENOENT).
 func UcmaReadABIVersion() (int, error) {
 	var firstErr error
 	for _, path := range UcmaABIVersionPaths() {
-		b, err := readSmallFile(path)
+		b, err := SysfsReadFile(path)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -59,37 +59,10 @@ func UcmaReadABIVersion() (int, error) {
 	return 0, firstErr
 }
 
-// readSmallFile reads up to 64 bytes of a sysfs attribute with raw
-// syscalls (an attribute's show method fills one page at the first read).
-func readSmallFile(path string) ([]byte, error) {
-	fd, err := UcmaOpen(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
-	var buf [64]byte
-	n := 0
-	for n < len(buf) {
-		m, err := ReadShort(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n], nil
-}
-
-// UcmaWarmScratch maps n command pages with raw mmap calls and keeps
-// them for the commands to come (at most scratchKeep in all), so that the
-// channel's first commands (create id, the event reader's GET_EVENT) map
-// nothing. Where mmap takes its arguments in a struct (386, s390x:
-// old_mmap) the raw call fails and unix.Mmap maps the page.
+// UcmaWarmScratch maps n command pages (mapScratchPage: a raw mmap)
+// and keeps them for the commands to come (at most scratchKeep in all),
+// so that the channel's first commands (create id, the event reader's
+// GET_EVENT) map nothing.
 func UcmaWarmScratch(n int) {
 	for range n {
 		scratchPool.Lock()
@@ -98,17 +71,10 @@ func UcmaWarmScratch(n int) {
 		if full {
 			return
 		}
-		const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
-		var mem []byte
-		addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, scratchSize, prot, flags, ^uintptr(0), 0)
-		if e == 0 {
-			mem = unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), scratchSize)
-		} else {
-			var err error
-			if mem, err = unix.Mmap(-1, 0, scratchSize, prot, flags); err != nil {
-				return
-			}
+		s := mapScratchPage()
+		if s == nil {
+			return
 		}
-		putScratch(&scratch{mem: mem})
+		putScratch(s)
 	}
 }

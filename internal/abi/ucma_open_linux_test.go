@@ -3,29 +3,10 @@
 package abi
 
 import (
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
-
-func TestReadSmallFile(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "abi_version")
-	if err := os.WriteFile(p, []byte("4\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := readSmallFile(p)
-	if err != nil || string(b) != "4\n" {
-		t.Fatalf("readSmallFile = %q, %v; want \"4\\n\"", b, err)
-	}
-	if _, err := readSmallFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
-	}
-}
 
 func TestUcmaOpenFlags(t *testing.T) {
 	fd, err := UcmaOpen("/dev/null", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
@@ -57,7 +38,7 @@ func TestUcmaWarmScratch(t *testing.T) {
 	t.Cleanup(func() {
 		scratchPool.Lock()
 		for _, s := range scratchPool.free {
-			_ = unix.Munmap(s.mem)
+			unmapScratchPage(s)
 		}
 		scratchPool.free = saved
 		scratchPool.Unlock()
