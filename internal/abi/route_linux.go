@@ -20,7 +20,7 @@ func RouteSource(dst [4]byte) ([4]byte, error) {
 	if e != 0 {
 		return [4]byte{}, e
 	}
-	defer unix.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+	defer CloseRaw(int(fd))
 	sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: dst}
 	port := (*[2]byte)(unsafe.Pointer(&sa.Port)) // network byte order
 	port[0], port[1] = 4791>>8, 4791&0xff

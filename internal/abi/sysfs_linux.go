@@ -26,7 +26,7 @@ func SysfsReadFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+	defer CloseRaw(fd)
 	buf := make([]byte, 0, 128)
 	for {
 		if len(buf) == cap(buf) {
@@ -53,7 +53,7 @@ func SysfsReadDir(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+	defer CloseRaw(fd)
 	var names []string
 	buf := make([]byte, 8192)
 	for {
