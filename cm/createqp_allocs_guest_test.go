@@ -65,17 +65,13 @@ func createQPLoop(t testing.TB) (step func(), backend Backend) {
 // TestGuestCreateQPAllocs bounds the Go heap allocations of one QP
 // create+destroy with shared CQs (issue 17; 21 before the third pass):
 // the library QP, the verbs QP and the rxe QP (rings and doorbell
-// inside), plus on the kernel backend the four of its INIT_QP_ATTR
-// command (the closures around rawConn.Control and the response they
-// capture, cm/kernel_linux.go).
+// inside), on both backends (the kernel CM's INIT_QP_ATTR allocates
+// nothing since its commands no longer go through rawConn.Control).
 func TestGuestCreateQPAllocs(t *testing.T) {
 	guest.Require(t)
-	step, backend := createQPLoop(t)
+	step, _ := createQPLoop(t)
 	got := testing.AllocsPerRun(50, step)
-	want := 3.0
-	if backend == BackendKernel {
-		want += 4
-	}
+	const want = 3.0
 	if got > want {
 		t.Errorf("QP create+destroy: %v allocations, want at most %v", got, want)
 	}
