@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 )
 
@@ -97,7 +98,8 @@ func TestRpingAcrossGuests(t *testing.T) {
 	guest.Require(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	peer := guest.Peer()
-	srv, err := peer.Start(ctx, fmt.Sprintf("rping -s -v -a %s -p 7190 -C 3", peer.Addr))
+	srvCmd := fmt.Sprintf("rping -s -v -a %s -p 7190 -C 3", peer.Addr)
+	srv, err := peer.Start(ctx, srvCmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +118,17 @@ func TestRpingAcrossGuests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := guest.Local().Run(ctx, fmt.Sprintf("rping -c -v -a %s -p 7190 -C 3", peer.Addr))
-	if err != nil {
+	cliCmd := fmt.Sprintf("rping -c -v -a %s -p 7190 -C 3", peer.Addr)
+	r, err := guest.Local().Run(ctx, cliCmd)
+	if err != nil && !vmtest.RpingTeardownRace(cliCmd, r) {
 		t.Fatal(err)
 	}
 	if n := len(regexp.MustCompile(`(?m)^ping data: `).FindAllString(r.Stdout, -1)); n != 3 {
 		t.Errorf("%d pings, want 3:\n%s", n, r.Stdout)
 	}
-	if _, err := srv.Wait(ctx); err != nil {
+	// rping v44 can exit 255 after a good run (vmtest.RpingTeardownRace);
+	// the pings are still checked above.
+	if sr, err := srv.Wait(ctx); err != nil && !vmtest.RpingTeardownRace(srvCmd, sr) {
 		t.Errorf("server: %v", err)
 	}
 	time.Sleep(500 * time.Millisecond)
