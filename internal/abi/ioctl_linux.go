@@ -91,23 +91,28 @@ func (c *IoctlCall) DoRaw(fd int) error {
 	return nil
 }
 
-// MmapShort maps size bytes of fd at offset with a raw syscall (see
-// DoShort: a driver's mmap handler returns without waiting on user
-// space). Unmap the result with MunmapShort, never unix.Munmap.
+// MmapShort maps size bytes of fd at offset (in bytes, a multiple of the
+// page size) with a raw syscall (see DoShort: a driver's mmap handler
+// returns without waiting on user space). The call is each arch's own
+// (rawMmap): six registers and a byte offset on 64-bit arches, mmap2 and
+// a 4096-byte unit on 386, arm and mips, the argument struct on s390x.
+// Errors are the raw errno. Unmap the result with MunmapShort, never
+// unix.Munmap (which refuses mappings it did not make).
 func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) {
 	if d := currentTestDevice(); d != nil {
 		if handled, mem, err := d.Mmap(fd, offset, size, prot, flags); handled {
 			return mem, err
 		}
 	}
-	addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, uintptr(size), uintptr(prot), uintptr(flags), uintptr(fd), uintptr(offset))
-	if e != 0 {
-		return nil, e
+	addr, err := rawMmap(0, uintptr(size), prot, flags, fd, offset)
+	if err != nil {
+		return nil, err
 	}
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), size), nil
 }
 
-// MunmapShort unmaps a mapping made by MmapShort.
+// MunmapShort unmaps a mapping made by MmapShort (munmap takes the same
+// three registers on every arch).
 func MunmapShort(b []byte) error {
 	if len(b) == 0 {
 		return nil

@@ -13,8 +13,7 @@ import "sync"
 // cm's BenchmarkGuestCreateQP). getScratch returns nil where there is
 // none (off Linux, or mmap failed): callers then pin Go memory.
 type scratch struct {
-	mem     []byte
-	viaUnix bool // mapped by unix.Mmap, not the raw call (mapScratchPage)
+	mem []byte
 }
 
 const scratchSize = 4096

@@ -35,29 +35,18 @@ func getScratch() *scratch {
 
 // mapScratchPage maps one page with a raw mmap (an anonymous mapping
 // never waits; through the scheduler's path the call could be retaken by
-// Go's sysmon, issue 17). Where mmap takes its arguments in a struct
-// (386, s390x: old_mmap) the raw call fails and unix.Mmap maps the page;
-// unmapScratchPage undoes either. nil when no page can be mapped.
+// Go's sysmon, issue 17); rawMmap is right on every arch, so no fallback
+// to unix.Mmap is needed. nil when no page can be mapped.
 func mapScratchPage() *scratch {
-	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
-	addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, scratchSize, prot, flags, ^uintptr(0), 0)
-	if e == 0 {
-		return &scratch{mem: unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), scratchSize)}
-	}
-	mem, err := unix.Mmap(-1, 0, scratchSize, prot, flags)
+	addr, err := rawMmap(0, scratchSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS, -1, 0)
 	if err != nil {
 		return nil
 	}
-	return &scratch{mem: mem, viaUnix: true}
+	return &scratch{mem: unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), scratchSize)}
 }
 
-// unmapScratchPage unmaps a page of mapScratchPage: unix.Munmap knows
-// only the mappings unix.Mmap made (EINVAL for the others).
+// unmapScratchPage unmaps a page of mapScratchPage.
 func unmapScratchPage(s *scratch) {
-	if s.viaUnix {
-		_ = unix.Munmap(s.mem)
-		return
-	}
 	_ = MunmapShort(s.mem)
 }
 

@@ -9,10 +9,13 @@ import (
 // MmapAnonAt maps n bytes of zeroed private anonymous memory at exactly
 // addr (MAP_FIXED_NOREPLACE: EEXIST when anything is mapped there).
 func MmapAnonAt(addr uint64, n int) ([]byte, error) {
-	p, _, e := unix.RawSyscall6(unix.SYS_MMAP, uintptr(addr), uintptr(n), unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uintptr(0), 0)
-	if e != 0 {
-		return nil, e
+	if uint64(uintptr(addr)) != addr { // past a 32-bit address space, as the kernel answers
+		return nil, unix.ENOMEM
+	}
+	p, err := rawMmap(uintptr(addr), uintptr(n), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, -1, 0)
+	if err != nil {
+		return nil, err
 	}
 	if uint64(p) != addr { // kernels before 4.17 treat the flag as a hint
 		MunmapShort(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n))
