@@ -360,7 +360,7 @@ func newStdoutBuffer(lineBuffered bool) *stdoutBuffer {
 	if stdoutIsTerminal {
 		lineBuffered = true
 	}
-	return &stdoutBuffer{w: bufio.NewWriterSize(os.Stdout, 64<<10), line: lineBuffered}
+	return &stdoutBuffer{w: bufio.NewWriterSize(rawStdout{}, 64<<10), line: lineBuffered}
 }
 
 func (b *stdoutBuffer) print(s string) {

@@ -391,12 +391,18 @@ func TestCmtimeInterop(t *testing.T) {
 		}
 		defer srv.Stop(context.Background())
 		listening(t, ctx, b, 7471)
-		r, err := a.Run(ctx, ping+" -c -a "+b.Addr+" -cmtime 20")
+		// -line-buffered: each step's line is written (raw write(2)s,
+		// rawStdout) as the step starts, then the table.
+		r, err := a.Run(ctx, ping+" -c -line-buffered -a "+b.Addr+" -cmtime 20")
 		if err != nil {
 			t.Fatalf("%v\n%s%s", err, r.Stdout, r.Stderr)
 		}
 		t.Logf("\n%s", r.Stdout)
 		check(t, "rdmacm-ping -cmtime", r.Stdout)
+		const lines = "creating id\nresolving address\nresolving route\ncreating qp\nconnecting\ndisconnecting\ndestroying id\nstep "
+		if !strings.HasPrefix(r.Stdout, lines) {
+			t.Errorf("rdmacm-ping -cmtime -line-buffered: stdout does not start with the step lines %q:\n%s", lines, r.Stdout)
+		}
 	})
 	t.Run("cmtime-client-go-server", func(t *testing.T) {
 		ctx := ctxFor(t, 3*time.Minute)
