@@ -17,7 +17,7 @@ import (
 // vmexec -nocm-a): a route-resolved ID and the CQs of a first QP made on
 // an ID of their own, as cmtime's static init attributes share them. It
 // returns one QP create+destroy.
-func createQPLoop(t testing.TB) (step func(), backend Backend) {
+func createQPLoop(t testing.TB) (step func()) {
 	ch, err := Open(&Options{Backend: BackendAuto})
 	if err != nil {
 		t.Fatalf("open: %v", err)
@@ -59,7 +59,7 @@ func createQPLoop(t testing.TB) (step func(), backend Backend) {
 			t.Fatal(err)
 		}
 	}
-	return step, ch.Backend()
+	return step
 }
 
 // TestGuestCreateQPAllocs bounds the Go heap allocations of one QP
@@ -69,7 +69,7 @@ func createQPLoop(t testing.TB) (step func(), backend Backend) {
 // nothing since its commands no longer go through rawConn.Control).
 func TestGuestCreateQPAllocs(t *testing.T) {
 	guest.Require(t)
-	step, _ := createQPLoop(t)
+	step := createQPLoop(t)
 	got := testing.AllocsPerRun(50, step)
 	const want = 3.0
 	if got > want {
@@ -84,7 +84,7 @@ func TestGuestCreateQPAllocs(t *testing.T) {
 //	CGO_ENABLED=0 go test -run '^$' -bench GuestCreateQPAuto -benchmem -benchtime 2000x -exec "$PWD/bin/vmexec -nocm-a" ./cm/
 func BenchmarkGuestCreateQPAuto(b *testing.B) {
 	guest.Require(b)
-	step, _ := createQPLoop(b)
+	step := createQPLoop(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
