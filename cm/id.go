@@ -61,6 +61,7 @@ type ID struct {
 	// resolved (hasDev), learned at EventAddrResolved.
 	devGUID rdma.GUID
 	hasDev  bool
+	devPort uint8 // the port, with devGUID
 	closed  atomic.Bool
 	// life is cancelled when the ID is destroyed (Destroy, Channel.Close):
 	// it interrupts synchronous calls waiting for their event. Made on
@@ -658,7 +659,7 @@ func (id *ID) onEvent(ev *Event) bool {
 		// and PD), in the step where cmtime pays both. An open that
 		// fails here fails again, reported, in CreateQP or Verbs.
 		if ai, err := id.ch.b.queryAddr(id.handle); err == nil && ai.HasDevice {
-			id.devGUID, id.hasDev = ai.NodeGUID, true
+			id.devGUID, id.hasDev, id.devPort = ai.NodeGUID, true, ai.Port
 			_, _ = id.ch.devices.get(ai.NodeGUID)
 		}
 	}

@@ -78,10 +78,14 @@ func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 }
 
 // toInit is the INIT step of rdma_create_qp (connected QPs), or INIT, RTR
-// and RTS for UD QPs (librdmacm ucma_init_ud_qp).
-func (q *QP) toInit(id *ID) error {
-	if err := q.modifyFromCM(id, qp.Init, MaxResources, MaxResources); err != nil {
-		return err
+// and RTS for UD QPs (librdmacm ucma_init_ud_qp). Called with id.mu held.
+func (q *QP) toInit(id *ID, vd *verbsDevice) error {
+	a, m, err := id.createQPInitAttr(vd)
+	if err != nil {
+		return errnoError("InitQPAttr "+qp.Init.String(), err)
+	}
+	if err := q.modify(&a, m); err != nil {
+		return fmt.Errorf("modify QP to %v: %w", qp.Init, err)
 	}
 	if !q.ud {
 		return nil
@@ -187,7 +191,7 @@ func (q *QP) destroy() error {
 // query its ECE, on a passive ID answer the REQ's ECE (init_ece), move it
 // to INIT, and on a passive ID take the negotiated options
 // (set_local_ece). On failure the caller destroys the QP.
-func (id *ID) attachQP(q *QP) error {
+func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.closed.Load() {
@@ -205,7 +209,7 @@ func (id *ID) attachQP(q *QP) error {
 			return fmt.Errorf("cm: CreateQP: %w", err)
 		}
 	}
-	if err := q.toInit(id); err != nil {
+	if err := q.toInit(id, vd); err != nil {
 		return fmt.Errorf("cm: CreateQP: %w", err)
 	}
 	if !id.st.remote.IsZero() {
@@ -219,6 +223,43 @@ func (id *ID) attachQP(q *QP) error {
 	id.qp = q
 	id.st.qpCreated(local)
 	return nil
+}
+
+// createQPInitAttr gives rdma_create_qp's INIT attributes (INIT_QP_ATTR).
+// Called with id.mu held. On the kernel CM, a connected QP of an ID that
+// has not connected, on an Ethernet port, gets the answer the device's
+// first such ID got: the kernel builds it from the device and port alone
+// (cma.c rdma_init_qp_attr with no cm_id.ib yet: cma_ib_init_qp_attr,
+// the index of P_Key 0xffff in the port's fixed RoCE table, the port and
+// no access flags; iWARP: the port and no access flags). That is one
+// command per connection fewer than librdmacm (issue 17). Everywhere
+// else the kernel is asked: a passive ID's attributes come from its REQ,
+// a UD QP's Q_Key is the ID's, and an InfiniBand port's P_Key comes from
+// the ID's address (ib_addr_get_pkey).
+func (id *ID) createQPInitAttr(vd *verbsDevice) (qp.Attr, qp.Mask, error) {
+	port := id.devPort
+	if id.ch.b.name() != BackendKernel || id.st.role != RoleNone ||
+		(id.qpType != qp.RC && id.qpType != qp.UC) ||
+		!id.hasDev || vd == nil || int(port) >= len(vd.ethPort) || !vd.ethPort[port] {
+		return id.ch.b.initQPAttr(id.handle, qp.Init)
+	}
+	vd.initMu.Lock()
+	c, ok := vd.activeInit[port]
+	vd.initMu.Unlock()
+	if ok {
+		return c.attr, c.mask, nil
+	}
+	a, m, err := id.ch.b.initQPAttr(id.handle, qp.Init)
+	if err != nil {
+		return a, m, err
+	}
+	vd.initMu.Lock()
+	if vd.activeInit == nil {
+		vd.activeInit = map[uint8]cmInitAttr{}
+	}
+	vd.activeInit[port] = cmInitAttr{a, m}
+	vd.initMu.Unlock()
+	return a, m, nil
 }
 
 // QP returns the library QP, nil if none.

@@ -20,6 +20,21 @@ type verbsDevice struct {
 	ctx  *uverbs.Context
 	pd   *uverbs.PD
 	attr uverbs.DeviceAttr
+	// ethPort[n] is true when port n's link layer is Ethernet (RoCE,
+	// iWARP), from the device list the channel opened it from.
+	ethPort []bool
+
+	// activeInit holds, per Ethernet port, the kernel CM's INIT
+	// attributes for a connected QP on an ID that has not connected
+	// (ID.createQPInitAttr).
+	initMu     sync.Mutex
+	activeInit map[uint8]cmInitAttr
+}
+
+// cmInitAttr is one INIT_QP_ATTR answer.
+type cmInitAttr struct {
+	attr qp.Attr
+	mask qp.Mask
 }
 
 type deviceCache struct {
@@ -100,6 +115,15 @@ func (d *deviceCache) open(devs []uverbs.Device, guid rdma.GUID) (*verbsDevice, 
 			return nil, err
 		}
 		vd := &verbsDevice{ctx: x, pd: pd, attr: attr}
+		for _, p := range dev.Ports {
+			if p.Num <= 0 || p.Num > 255 {
+				continue
+			}
+			if len(vd.ethPort) <= p.Num {
+				vd.ethPort = append(vd.ethPort, make([]bool, p.Num+1-len(vd.ethPort))...)
+			}
+			vd.ethPort[p.Num] = p.LinkLayer == uverbs.LinkEthernet
+		}
 		if d.devs == nil {
 			d.devs = map[rdma.GUID]*verbsDevice{}
 		}
@@ -197,7 +221,7 @@ func (id *ID) CreateQP(init QPInit) (*QP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cm: CreateQP: %w", err)
 	}
-	if err := id.attachQP(q); err != nil {
+	if err := id.attachQP(q, vd); err != nil {
 		q.destroy()
 		return nil, err
 	}

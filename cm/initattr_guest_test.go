@@ -1,0 +1,125 @@
+//go:build linux
+
+package cm
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
+)
+
+// countingInit counts the backend's INIT_QP_ATTR commands.
+type countingInit struct {
+	backend
+	n atomic.Int32
+}
+
+func (c *countingInit) initQPAttr(h uint32, s qp.State) (qp.Attr, qp.Mask, error) {
+	c.n.Add(1)
+	return c.backend.initQPAttr(h, s)
+}
+
+// TestGuestCreateQPInitAttrShared checks ID.createQPInitAttr against the
+// kernel: on the kernel CM, CreateQP on IDs that have not connected asks
+// for the INIT attributes of an RC QP on a RoCE port once per device and
+// port, and what the first ID got is what the kernel answers every later
+// ID (its own INIT_QP_ATTR, asked after its QP is made). UD QPs still ask
+// every time (the Q_Key is the ID's).
+func TestGuestCreateQPInitAttrShared(t *testing.T) {
+	guest.Require(t)
+	ch, err := Open(&Options{Backend: BackendKernel})
+	if err != nil {
+		t.Fatalf("open the kernel rdma_cm: %v", err)
+	}
+	defer ch.Close()
+	counter := &countingInit{backend: ch.b}
+	ch.b = counter
+	local, err := netip.ParseAddr(guest.Local().Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := kctx(t, time.Minute)
+	resolved := func(ps rdma.PortSpace, t2 qp.QPType) *ID {
+		id, err := ch.CreateID(ps, &IDOptions{Sync: true, QPType: t2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { id.Destroy() })
+		if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(local, freePort()), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := id.ResolveRoute(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	c := qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
+
+	type rcCase struct {
+		ps rdma.PortSpace
+		t  qp.QPType
+	}
+	var rc []*ID
+	for _, k := range []rcCase{{rdma.PortSpaceTCP, qp.RC}, {rdma.PortSpaceIB, qp.RC}, {rdma.PortSpaceTCP, qp.RC}, {rdma.PortSpaceIB, qp.RC}, {rdma.PortSpaceTCP, qp.RC}} {
+		rc = append(rc, resolved(k.ps, k.t))
+	}
+	before := counter.n.Load()
+	for i, id := range rc {
+		q, err := id.CreateQP(QPInit{Cap: c})
+		if err != nil {
+			t.Fatalf("RC ID %d: CreateQP: %v", i, err)
+		}
+		t.Cleanup(func() { id.DestroyQP() })
+		if s := q.Verbs.State(); s != qp.Init {
+			t.Errorf("RC ID %d: QP in %v after CreateQP, want INIT", i, s)
+		}
+	}
+	if got := counter.n.Load() - before; got != 1 {
+		t.Errorf("%d RC QPs asked INIT_QP_ATTR %d times, want once", len(rc), got)
+	}
+	vd, err := rc[0].device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vd.initMu.Lock()
+	cached, ok := vd.activeInit[rc[0].devPort]
+	entries := len(vd.activeInit)
+	vd.initMu.Unlock()
+	if !ok || entries != 1 {
+		t.Fatalf("shared INIT attributes for port %d: %v (%d entries), want one", rc[0].devPort, ok, entries)
+	}
+	if cached.attr.State != qp.Init || cached.mask&qp.MaskState == 0 {
+		t.Errorf("shared INIT attributes %+v mask %v: not INIT", cached.attr, cached.mask)
+	}
+	for i, id := range rc {
+		a, m, err := id.InitQPAttr(qp.Init) // the kernel's answer for this ID
+		if err != nil {
+			t.Fatalf("RC ID %d: InitQPAttr: %v", i, err)
+		}
+		if diff := cmp.Diff(cmInitAttr{cached.attr, cached.mask}, cmInitAttr{a, m}, cmp.AllowUnexported(cmInitAttr{})); diff != "" {
+			t.Errorf("RC ID %d: the kernel's INIT attributes differ from the shared ones (-shared +kernel):\n%s", i, diff)
+		}
+	}
+
+	var ud []*ID
+	for range 3 {
+		ud = append(ud, resolved(rdma.PortSpaceUDP, qp.UD))
+	}
+	before = counter.n.Load()
+	for i, id := range ud {
+		if _, err := id.CreateQP(QPInit{Cap: c}); err != nil {
+			t.Fatalf("UD ID %d: CreateQP: %v", i, err)
+		}
+		t.Cleanup(func() { id.DestroyQP() })
+	}
+	if got := counter.n.Load() - before; got != int32(len(ud)) {
+		t.Errorf("%d UD QPs asked INIT_QP_ATTR %d times, want once each", len(ud), got)
+	}
+}
