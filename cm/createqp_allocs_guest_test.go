@@ -3,6 +3,7 @@
 package cm
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 	"time"
@@ -28,21 +29,8 @@ func createQPLoop(t testing.TB) (step func()) {
 		t.Fatal(err)
 	}
 	ctx := kctx(t, time.Minute)
-	resolved := func() *ID {
-		id, err := ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { id.Destroy() })
-		if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(local, freePort()), 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := id.ResolveRoute(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	id, owner := resolved(), resolved()
+	id := routeResolvedID(t, ctx, ch, local, rdma.PortSpaceTCP, qp.RC)
+	owner := routeResolvedID(t, ctx, ch, local, rdma.PortSpaceTCP, qp.RC)
 	c := qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
 	first, err := owner.CreateQP(QPInit{Cap: c})
 	if err != nil {
@@ -60,6 +48,25 @@ func createQPLoop(t testing.TB) (step func()) {
 		}
 	}
 	return step
+}
+
+// routeResolvedID makes a synchronous ID of type t in port space ps on ch,
+// with its address and route resolved towards dst (a fresh port), and
+// destroys it when the test ends.
+func routeResolvedID(t testing.TB, ctx context.Context, ch *Channel, dst netip.Addr, ps rdma.PortSpace, typ qp.QPType) *ID {
+	t.Helper()
+	id, err := ch.CreateID(ps, &IDOptions{Sync: true, QPType: typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { id.Destroy() })
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(dst, freePort()), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveRoute(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // TestGuestCreateQPAllocs bounds the Go heap allocations of one QP

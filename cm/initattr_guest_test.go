@@ -46,20 +46,7 @@ func TestGuestCreateQPInitAttrShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := kctx(t, time.Minute)
-	resolved := func(ps rdma.PortSpace, t2 qp.QPType) *ID {
-		id, err := ch.CreateID(ps, &IDOptions{Sync: true, QPType: t2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { id.Destroy() })
-		if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(local, freePort()), 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := id.ResolveRoute(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	resolved := func(ps rdma.PortSpace, typ qp.QPType) *ID { return routeResolvedID(t, ctx, ch, local, ps, typ) }
 	c := qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
 
 	type rcCase struct {
