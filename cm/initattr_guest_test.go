@@ -49,13 +49,9 @@ func TestGuestCreateQPInitAttrShared(t *testing.T) {
 	resolved := func(ps rdma.PortSpace, typ qp.QPType) *ID { return routeResolvedID(t, ctx, ch, local, ps, typ) }
 	c := qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
 
-	type rcCase struct {
-		ps rdma.PortSpace
-		t  qp.QPType
-	}
 	var rc []*ID
-	for _, k := range []rcCase{{rdma.PortSpaceTCP, qp.RC}, {rdma.PortSpaceIB, qp.RC}, {rdma.PortSpaceTCP, qp.RC}, {rdma.PortSpaceIB, qp.RC}, {rdma.PortSpaceTCP, qp.RC}} {
-		rc = append(rc, resolved(k.ps, k.t))
+	for _, ps := range []rdma.PortSpace{rdma.PortSpaceTCP, rdma.PortSpaceIB, rdma.PortSpaceTCP, rdma.PortSpaceIB, rdma.PortSpaceTCP} {
+		rc = append(rc, resolved(ps, qp.RC))
 	}
 	before := counter.n.Load()
 	for i, id := range rc {

@@ -46,26 +46,6 @@ type QP struct {
 // Num returns the QP number (ibv_qp.qp_num).
 func (q *QP) Num() uint32 { return q.v.Num() }
 
-// modifyFromCM moves the QP to state s with the attributes the CM gives
-// (INIT_QP_ATTR). resp and init override max_dest_rd_atomic and
-// max_rd_atomic unless MaxResources.
-func (q *QP) modifyFromCM(id *ID, s qp.State, resp, init uint8) error {
-	a, m, err := id.ch.b.initQPAttr(id.handle, s)
-	if err != nil {
-		return errnoError("InitQPAttr "+s.String(), err)
-	}
-	if s == qp.RTR && resp != MaxResources {
-		a.MaxDestRdAtomic = resp
-	}
-	if s == qp.RTS && init != MaxResources {
-		a.MaxRdAtomic = init
-	}
-	if err := q.modify(&a, m); err != nil {
-		return fmt.Errorf("modify QP to %v: %w", s, err)
-	}
-	return nil
-}
-
 // modify is q.v.Modify, called directly on a verbs QP so that a stays on
 // the caller's stack (through the interface it escapes: an allocation of
 // 144 bytes per modify; issue 17).
@@ -82,7 +62,7 @@ func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 func (q *QP) toInit(id *ID, vd *verbsDevice) error {
 	a, m, err := id.createQPInitAttr(vd)
 	if err != nil {
-		return errnoError("InitQPAttr "+qp.Init.String(), err)
+		return errnoError("InitQPAttr INIT", err)
 	}
 	if err := q.modify(&a, m); err != nil {
 		return fmt.Errorf("modify QP to %v: %w", qp.Init, err)
@@ -125,7 +105,17 @@ func (q *QP) toRTS(id *ID, resp, init uint8) error {
 	if err := q.modify(&a, m); err != nil {
 		return fmt.Errorf("modify QP to RTR: %w", err)
 	}
-	return q.modifyFromCM(id, qp.RTS, MaxResources, init)
+	a, m, err = id.ch.b.initQPAttr(id.handle, qp.RTS)
+	if err != nil {
+		return errnoError("InitQPAttr RTS", err)
+	}
+	if init != MaxResources {
+		a.MaxRdAtomic = init
+	}
+	if err := q.modify(&a, m); err != nil {
+		return fmt.Errorf("modify QP to RTS: %w", err)
+	}
+	return nil
 }
 
 // toErr moves the QP to ERR, flushing its work requests.
@@ -238,8 +228,7 @@ func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
 // the ID's address (ib_addr_get_pkey).
 func (id *ID) createQPInitAttr(vd *verbsDevice) (qp.Attr, qp.Mask, error) {
 	port := id.devPort
-	if id.ch.b.name() != BackendKernel || id.st.role != RoleNone ||
-		(id.qpType != qp.RC && id.qpType != qp.UC) ||
+	if id.ch.b.name() != BackendKernel || id.st.role != RoleNone || id.qpType != qp.RC ||
 		!id.hasDev || vd == nil || int(port) >= len(vd.ethPort) || !vd.ethPort[port] {
 		return id.ch.b.initQPAttr(id.handle, qp.Init)
 	}
