@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
@@ -804,4 +805,60 @@ func TestGuestPortEvents(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Error("port not active again")
+}
+
+// uverbsMappings counts this process's mappings of a uverbs device
+// (/proc/self/maps): rings and doorbells mapped from the context fd.
+func uverbsMappings(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "/dev/infiniband/uverbs")
+}
+
+// TestGuestRxeRingsOneMunmap: a QP's receive ring is mapped against its
+// send ring, so one munmap takes both down (librxe makes two). Every
+// QP's rings touch, the span covers exactly the two, the rings work
+// (TestGuestLoopbackRC posts through them), and after Close none of the
+// mappings is left.
+func TestGuestRxeRingsOneMunmap(t *testing.T) {
+	x := openGuest(t, InterfaceAuto)
+	r := newRig(t, x, 4096)
+	before := uverbsMappings(t)
+	const n = 20
+	qps := make([]*QP, 0, n)
+	for i := 0; i < n; i++ {
+		q, err := r.pd.CreateQP(QPInit{Type: qp.RC, SendCQ: r.cq, RecvCQ: r.cq, Cap: qp.Cap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 2, MaxRecvSGE: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qps = append(qps, q)
+		rx := q.ops.(*rxeQP)
+		if rx.rings == nil {
+			t.Fatalf("QP %d: send ring at %#x+%d, receive ring at %#x+%d: not mapped against each other", i,
+				abi.SlicePtr(rx.sqRing.mem), len(rx.sqRing.mem), abi.SlicePtr(rx.rqRing.mem), len(rx.rqRing.mem))
+		}
+		page := uint64(os.Getpagesize())
+		roundUp := func(n int) uint64 { return (uint64(n) + page - 1) &^ (page - 1) }
+		sq, rq := abi.SlicePtr(rx.sqRing.mem), abi.SlicePtr(rx.rqRing.mem)
+		lo, hi := min(sq, rq), max(sq+roundUp(len(rx.sqRing.mem)), rq+roundUp(len(rx.rqRing.mem)))
+		span := abi.SlicePtr(rx.rings)
+		if span != lo || roundUp(len(rx.rings)) != hi-lo || hi-lo != roundUp(len(rx.sqRing.mem))+roundUp(len(rx.rqRing.mem)) {
+			t.Fatalf("QP %d: span %#x+%d over send ring %#x+%d and receive ring %#x+%d", i,
+				span, len(rx.rings), sq, len(rx.sqRing.mem), rq, len(rx.rqRing.mem))
+		}
+	}
+	if got := uverbsMappings(t); got != before+2*n {
+		t.Errorf("%d uverbs mappings with %d QPs, %d before: want two per QP", got, n, before)
+	}
+	for _, q := range qps {
+		if err := q.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := uverbsMappings(t); got != before {
+		t.Errorf("%d uverbs mappings after closing the QPs, %d before", got, before)
+	}
 }

@@ -83,10 +83,12 @@ func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	if err := r.sqRing.mapRing(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{}))); err != nil {
 		return nil, opErr("map send queue", x.dev.Name, err)
 	}
-	if err := r.rqRing.mapRing(x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{}))); err != nil {
+	rings, err := r.rqRing.mapRingNextTo(r.sqRing.mem, x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{})))
+	if err != nil {
 		r.sqRing.unmap()
 		return nil, opErr("map receive queue", x.dev.Name, err)
 	}
+	r.rings = rings
 	r.sq, r.rq = &r.sqRing, &r.rqRing
 	resPtr := abi.SinkPtr()
 	if resPtr == 0 { // no page outside the heap: a word of ours, pinned
@@ -159,18 +161,26 @@ func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
 
 // mapRing is mapRxeQueue into q (a QP's rings live in its rxeQP).
 func (q *rxeQueue) mapRing(fd int, mi abi.RxeMmapInfo, minElem int) error {
+	_, err := q.mapRingNextTo(nil, fd, mi, minElem)
+	return err
+}
+
+// mapRingNextTo is mapRing with the ring placed against the mapping
+// other if there is room (abi.MmapShortNextTo); then both spans the two,
+// and one munmap of both replaces two.
+func (q *rxeQueue) mapRingNextTo(other []byte, fd int, mi abi.RxeMmapInfo, minElem int) (both []byte, err error) {
 	if mi.Size < abi.RxeQueueDataOff {
-		return fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
+		return nil, fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
 	}
-	mem, err := abi.MmapShort(fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, both, err := abi.MmapShortNextTo(other, fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
+		return nil, fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
 	}
 	if err := q.init(mem, minElem); err != nil {
 		abi.MunmapShort(mem)
-		return err
+		return nil, err
 	}
-	return nil
+	return both, nil
 }
 
 // newRxeQueue reads and validates a mapped queue's header: a power-of-two
@@ -263,7 +273,10 @@ type rxeQP struct {
 	// sqRing and rqRing are what sq and rq point to (one allocation per
 	// QP); dbBuf holds the doorbell command.
 	sqRing, rqRing rxeQueue
-	dbBuf          [rxeDoorbellSize]byte
+	// rings spans both rings when the receive ring was mapped against the
+	// send ring: close unmaps them with one munmap (librxe makes two).
+	rings []byte
+	dbBuf [rxeDoorbellSize]byte
 	// dbResp is the POST_SEND response (bad_wr), pinned for the QP's
 	// life, only when abi.SinkPtr has no page outside the heap.
 	dbResp *uint32
@@ -424,6 +437,12 @@ func (r *rxeQP) postRecv(wrs []RecvWR) error {
 }
 
 func (r *rxeQP) close() error {
+	if r.rings != nil {
+		err := abi.MunmapShort(r.rings)
+		r.sqRing.mem, r.rqRing.mem, r.rings = nil, nil, nil
+		r.pin.Unpin()
+		return err
+	}
 	err1 := r.sq.unmap()
 	err2 := r.rq.unmap()
 	r.pin.Unpin()

@@ -111,6 +111,48 @@ func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) 
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), size), nil
 }
 
+// MmapShortNextTo is MmapShort at an address that touches prev's pages:
+// first right below them, where a top-down mmap layout usually leaves room,
+// then right after their last page (MAP_FIXED_NOREPLACE, Linux 4.17; older
+// kernels take the address as a hint). If the mapping lands there, both
+// spans prev's pages and mem, so that one MunmapShort(both) unmaps the two
+// with one call and one TLB flush (mm/mmap.c do_vmi_munmap unmaps every
+// VMA in the range under one mmu_gather). If both places are taken or the
+// kernel put it elsewhere, mem is mapped anyway and both is nil.
+func MmapShortNextTo(prev []byte, fd int, offset int64, size int, prot, flags int) (mem, both []byte, err error) {
+	if d := currentTestDevice(); d != nil || len(prev) == 0 || size <= 0 {
+		mem, err = MmapShort(fd, offset, size, prot, flags)
+		return mem, nil, err
+	}
+	page := uintptr(unix.Getpagesize())
+	roundUp := func(n uintptr) uintptr { return (n + page - 1) &^ (page - 1) }
+	start := uintptr(unsafe.Pointer(&prev[0]))
+	prevEnd := start + roundUp(uintptr(len(prev)))
+	below := start - roundUp(uintptr(size))
+	for _, at := range [2]uintptr{below, prevEnd} {
+		if at == below && below > start { // would wrap under address 0
+			continue
+		}
+		addr, err := rawMmap(at, uintptr(size), prot, flags|unix.MAP_FIXED_NOREPLACE, fd, offset)
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		mem = unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), size)
+		switch addr {
+		case below:
+			both = unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), below)), prevEnd-below)
+		case prevEnd:
+			both = unsafe.Slice(&prev[0], prevEnd-start+uintptr(size))
+		}
+		return mem, both, nil
+	}
+	mem, err = MmapShort(fd, offset, size, prot, flags)
+	return mem, nil, err
+}
+
 // MunmapShort unmaps a mapping made by MmapShort (munmap takes the same
 // three registers on every arch).
 func MunmapShort(b []byte) error {

@@ -58,6 +58,12 @@ func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) 
 	return nil, unix.ErrNotSupported
 }
 
+// MmapShortNextTo is MmapShort (through a test device); both is nil.
+func MmapShortNextTo(prev []byte, fd int, offset int64, size int, prot, flags int) (mem, both []byte, err error) {
+	mem, err = MmapShort(fd, offset, size, prot, flags)
+	return mem, nil, err
+}
+
 // MunmapShort fails.
 func MunmapShort(b []byte) error {
 	if len(b) == 0 {

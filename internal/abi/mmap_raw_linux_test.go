@@ -206,3 +206,92 @@ func TestScratchPageMapsAndUnmaps(t *testing.T) {
 		t.Fatalf("scratch page still mapped after unmapScratchPage")
 	}
 }
+
+// MmapShortNextTo puts the second mapping right below the first one or
+// right after its last page (a first mapping shorter than a page
+// included), and one MunmapShort over both unmaps the two.
+func TestMmapShortNextToMapsAdjacentAndUnmapsOnce(t *testing.T) {
+	fd := newMemfd(t, 4*testPage, 0, 1, 2, 3)
+	first, err := MmapShort(fd, 0, int(testPage)-100, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("MmapShort: %v", err)
+	}
+	second, both, err := MmapShortNextTo(first, fd, 2*testPage, int(2*testPage), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("MmapShortNextTo: %v", err)
+	}
+	if both == nil {
+		MunmapShort(first)
+		MunmapShort(second)
+		t.Fatalf("second mapping at %#x, not next to the first's page at %#x", SlicePtr(second), SlicePtr(first))
+	}
+	below := SlicePtr(second)+uint64(2*testPage) == SlicePtr(first) && SlicePtr(both) == SlicePtr(second)
+	above := SlicePtr(second) == SlicePtr(first)+uint64(testPage) && SlicePtr(both) == SlicePtr(first)
+	if !below && !above || int64(len(both)) != 3*testPage {
+		t.Fatalf("first %#x, second %#x, both %#x+%d: want the two touching, both over them", SlicePtr(first), SlicePtr(second), SlicePtr(both), len(both))
+	}
+	if !bytes.Equal(second[:testPage], pagePattern(2)) || !bytes.Equal(second[testPage:], pagePattern(3)) {
+		t.Fatalf("second mapping does not hold pages 2 and 3 of the file (first bytes %x)", second[:8])
+	}
+	if err := MunmapShort(both); err != nil {
+		t.Fatalf("MunmapShort(both): %v", err)
+	}
+	if isMapped(t, first) || isMapped(t, second) || isMapped(t, second[testPage:]) {
+		t.Fatalf("a page is still mapped after MunmapShort(both)")
+	}
+}
+
+// With the page below the first mapping taken, MmapShortNextTo maps right
+// after it; with both neighbours taken, elsewhere. It never maps over a
+// page that is there. The neighbours are an anonymous three-page region
+// whose middle page is "first", with its last page unmapped for the first
+// case.
+func TestMmapShortNextToLeavesOccupiedPagesAlone(t *testing.T) {
+	fd := newMemfd(t, 4*testPage, 3)
+	for _, tc := range []struct {
+		name      string
+		abovefree bool
+	}{
+		{"below taken", true},
+		{"both taken", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			region, err := unix.Mmap(-1, 0, int(3*testPage), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				t.Fatalf("mmap: %v", err)
+			}
+			defer MunmapShort(region) // all three pages, whatever is left
+			for i := range region {
+				region[i] = 0x5a
+			}
+			if tc.abovefree {
+				if err := MunmapShort(region[2*testPage:]); err != nil {
+					t.Fatalf("munmap of the region's last page: %v", err)
+				}
+			}
+			first := region[testPage : 2*testPage]
+			second, both, err := MmapShortNextTo(first, fd, 3*testPage, int(testPage), unix.PROT_READ, unix.MAP_SHARED)
+			if err != nil {
+				t.Fatalf("MmapShortNextTo: %v", err)
+			}
+			if tc.abovefree {
+				if SlicePtr(second) != SlicePtr(first)+uint64(testPage) || SlicePtr(both) != SlicePtr(first) || int64(len(both)) != 2*testPage {
+					t.Fatalf("second %#x, both %#x+%d: want right after first %#x", SlicePtr(second), SlicePtr(both), len(both), SlicePtr(first))
+				}
+			} else {
+				defer MunmapShort(second)
+				if both != nil || SlicePtr(second) >= SlicePtr(region) && SlicePtr(second) < SlicePtr(region)+uint64(len(region)) {
+					t.Fatalf("second %#x inside the existing region %#x+%d (both %d bytes)", SlicePtr(second), SlicePtr(region), len(region), len(both))
+				}
+			}
+			if !bytes.Equal(second, pagePattern(3)) {
+				t.Fatalf("second mapping holds %x, want page 3 of the file", second[:8])
+			}
+			for i, b := range region[:2*testPage] {
+				if b != 0x5a {
+					t.Fatalf("byte %d of the existing pages changed to %#x", i, b)
+				}
+			}
+		})
+	}
+}
