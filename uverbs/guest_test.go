@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -862,3 +863,80 @@ func TestGuestRxeRingsOneMunmap(t *testing.T) {
 		t.Errorf("%d uverbs mappings after closing the QPs, %d before", got, before)
 	}
 }
+
+// BenchmarkGuestRxeQPClose times closing rxe QPs whose rings were mapped
+// against each other (one munmap) and apart (two, as librxe), alternating
+// which goes first each round in the same process: per op, 50 QPs of each
+// are created (not timed) and closed (timed). It reports each mode's
+// median µs per close and the median of the per-round ratios.
+func BenchmarkGuestRxeQPClose(b *testing.B) {
+	guest.Require(b)
+	dev, err := Discovery{}.Device("rxe0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := OpenDevice(dev, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	pd, err := x.AllocPD()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cq, err := x.CreateCQ(16, nil, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rxeRingsApartFor(false)
+	const perRound = 50
+	closeAll := func(apart bool) time.Duration {
+		rxeRingsApartFor(apart)
+		qps := make([]*QP, perRound)
+		for i := range qps {
+			if qps[i], err = pd.CreateQP(QPInit{Type: qp.RC, SendCQ: cq, RecvCQ: cq, Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
+				b.Fatal(err)
+			}
+			if got := qps[i].ops.(*rxeQP).rings != nil; got == apart {
+				b.Fatalf("apart=%v: rings spanned %v", apart, got)
+			}
+		}
+		start := time.Now()
+		for _, q := range qps {
+			if err := q.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start) / perRound
+	}
+	var together, apart, ratio []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var t, a time.Duration
+		if i%2 == 0 {
+			t, a = closeAll(false), closeAll(true)
+		} else {
+			a, t = closeAll(true), closeAll(false)
+		}
+		together = append(together, float64(t.Microseconds()))
+		apart = append(apart, float64(a.Microseconds()))
+		ratio = append(ratio, float64(t)/float64(a))
+	}
+	median := func(v []float64) float64 {
+		v = append([]float64(nil), v...)
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	b.ReportMetric(median(together), "together-µs/close")
+	b.ReportMetric(median(apart), "apart-µs/close")
+	b.ReportMetric(median(ratio), "together/apart")
+	faster := 0
+	for _, r := range ratio {
+		if r < 1 {
+			faster++
+		}
+	}
+	b.Logf("%d rounds: together faster in %d; ratios %v", len(ratio), faster, ratio)
+}
+
+func rxeRingsApartFor(apart bool) { rxeRingsApart = apart }

@@ -74,6 +74,10 @@ func (p *rxeProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
 	return nil, p.qpResp[:], nil
 }
 
+// rxeRingsApart maps a QP's rings wherever the kernel puts them, two
+// munmaps at close as in librxe; only BenchmarkGuestRxeQPClose sets it.
+var rxeRingsApart bool
+
 // newQP maps the QP's two rings and encodes its doorbell: one allocation
 // (the rxeQP, rings and doorbell inside it).
 func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
@@ -83,7 +87,11 @@ func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	if err := r.sqRing.mapRing(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{}))); err != nil {
 		return nil, opErr("map send queue", x.dev.Name, err)
 	}
-	rings, err := r.rqRing.mapRingNextTo(r.sqRing.mem, x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{})))
+	var against []byte
+	if !rxeRingsApart {
+		against = r.sqRing.mem
+	}
+	rings, err := r.rqRing.mapRingNextTo(against, x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{})))
 	if err != nil {
 		r.sqRing.unmap()
 		return nil, opErr("map receive queue", x.dev.Name, err)
