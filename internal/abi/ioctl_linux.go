@@ -118,7 +118,8 @@ func MmapShort(fd int, offset int64, size int, prot, flags int) ([]byte, error) 
 // spans prev's pages and mem, so that one MunmapShort(both) unmaps the two
 // with one call and one TLB flush (mm/mmap.c do_vmi_munmap unmaps every
 // VMA in the range under one mmu_gather). If both places are taken or the
-// kernel put it elsewhere, mem is mapped anyway and both is nil.
+// kernel put it elsewhere, mem is mapped anyway and both is nil; an error
+// is plain MmapShort's.
 func MmapShortNextTo(prev []byte, fd int, offset int64, size int, prot, flags int) (mem, both []byte, err error) {
 	if d := currentTestDevice(); d != nil || len(prev) == 0 || size <= 0 {
 		mem, err = MmapShort(fd, offset, size, prot, flags)
@@ -134,11 +135,8 @@ func MmapShortNextTo(prev []byte, fd int, offset int64, size int, prot, flags in
 			continue
 		}
 		addr, err := rawMmap(at, uintptr(size), prot, flags|unix.MAP_FIXED_NOREPLACE, fd, offset)
-		if err == unix.EEXIST {
+		if err != nil { // EEXIST: taken; anything else, MmapShort below reports
 			continue
-		}
-		if err != nil {
-			return nil, nil, err
 		}
 		mem = unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), addr)), size)
 		switch addr {
