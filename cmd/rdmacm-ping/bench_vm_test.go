@@ -13,7 +13,33 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/internal/vmtest"
+	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
 )
+
+// serverState describes the `cmtime -b` server when a client fails:
+// whether it still runs, how it ended and the tail of its output, guest
+// b's cm_ids and its last kernel messages. A round whose connections were
+// all rejected with reason 8 (invalid service ID) had lost the server's
+// listener; this says where it went.
+func serverState(ctx context.Context, srv *agent.Process, m *vmtest.Machine) string {
+	tail := func(s string) string {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		return strings.Join(lines[max(0, len(lines)-20):], "\n")
+	}
+	var b strings.Builder
+	if srv.Done() {
+		if res, _ := srv.Wait(ctx); res != nil {
+			fmt.Fprintf(&b, "server ended after %v: exit code %d, signal %q, error %q\n", res.Duration, res.ExitCode, res.Signal, res.Error)
+		}
+	} else {
+		b.WriteString("server still running\n")
+	}
+	fmt.Fprintf(&b, "server stdout (tail):\n%s\nserver stderr (tail):\n%s\n", tail(srv.Stdout()), tail(srv.Stderr()))
+	if r, err := m.Run(ctx, "rdma resource show cm_id; dmesg | tail -20"); err == nil {
+		fmt.Fprintf(&b, "guest %s: cm_ids and dmesg:\n%s%s", m.Name, r.Stdout, r.Stderr)
+	}
+	return b.String()
+}
 
 // BenchmarkCmtimeVM compares connection setup and teardown of librdmacm
 // and package cm (kernel backend) against the same cmtime server in the
@@ -64,7 +90,7 @@ func BenchmarkCmtimeVM(b *testing.B) {
 				}
 				res, err := p.A.Run(ctx, cmd)
 				if err != nil || res.ExitCode != 0 {
-					b.Fatalf("%s: %v\n%s%s", cmd, err, res.Stdout, res.Stderr)
+					b.Fatalf("%s: %v\n%s%s\n%s", cmd, err, res.Stdout, res.Stderr, serverState(ctx, srv, p.B))
 				}
 				got[string(who)] = checkedTable(b, cmd, res.Stdout)
 			}
@@ -261,7 +287,7 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 	run := func(cmd string) map[string]float64 {
 		res, err := p.A.Run(ctx, cmd)
 		if err != nil || res.ExitCode != 0 {
-			b.Fatalf("%s: %v\n%+v", cmd, err, res)
+			b.Fatalf("%s: %v\n%+v\n%s", cmd, err, res, serverState(ctx, srv, p.B))
 		}
 		if strings.Contains(cmd, "-c ") {
 			return checkedTable(b, cmd, res.Stdout)
