@@ -218,8 +218,10 @@ func metricName(step string) string {
 const settle = "sleep 3; "
 
 // localPing copies rdmacm-ping from the share into guest g's tmpfs and
-// returns its path there, so that the Go clients run from guest memory as
-// the C clients do (from the guest's root file system, also in memory).
+// returns the command that runs it there, so that the Go clients run from
+// guest memory as the C clients do (from the guest's root file system,
+// also in memory). BENCH_GODEBUG=V runs it with GODEBUG=V, for
+// experiments such as disablethp=1 (docs/benchmarks.md "Eighth pass").
 // Run from the 9p share, every run faulted its code in through 9p again
 // and TCG translated it afresh, inside the timed steps: the engine's first
 // Connect took 20-30 ms that way, against 0.8-5.7 ms from tmpfs once the
@@ -230,6 +232,9 @@ func localPing(b *testing.B, ctx context.Context, g *vmtest.Machine) string {
 	res, err := g.Run(ctx, "mkdir -p /tmp/bench-bin && cp "+ping+" "+local)
 	if err != nil || res.ExitCode != 0 {
 		b.Fatalf("copying rdmacm-ping into guest %s: %v %+v", g.Name, err, res)
+	}
+	if v := os.Getenv("BENCH_GODEBUG"); v != "" {
+		return "GODEBUG=" + v + " " + local
 	}
 	return local
 }
