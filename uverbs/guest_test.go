@@ -907,24 +907,8 @@ func TestGuestRxeRingsOneMunmap(t *testing.T) {
 // of "together" QPs whose rings did get one span (the rest had no room
 // next to the send ring).
 func BenchmarkGuestRxeQPClose(b *testing.B) {
-	guest.Require(b)
-	dev, err := Discovery{}.Device("rxe0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	x, err := OpenDevice(dev, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
-	pd, err := x.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cq, err := x.CreateCQ(16, nil, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, pd, cq := rxeBenchQPs(b)
+	var err error
 	defer func() { rxeRingsApart = false }()
 	const perRound = 50
 	spannedQPs, triedQPs := 0, 0 // of the QPs made to be together, those whose rings got one span
@@ -983,4 +967,29 @@ func BenchmarkGuestRxeQPClose(b *testing.B) {
 		}
 	}
 	b.Logf("%d rounds: together faster in %d; ratios %v", len(ratio), faster, ratio)
+}
+
+// rxeBenchQPs opens rxe0 in the guest with a PD and a 16-entry CQ for
+// benchmarks that make RC QPs; the context closes when b ends.
+func rxeBenchQPs(b *testing.B) (*Context, *PD, *CQ) {
+	b.Helper()
+	guest.Require(b)
+	dev, err := Discovery{}.Device("rxe0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := OpenDevice(dev, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { x.Close() })
+	pd, err := x.AllocPD()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cq, err := x.CreateCQ(16, nil, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return x, pd, cq
 }

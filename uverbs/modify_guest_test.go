@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/qp"
 )
 
@@ -18,24 +17,8 @@ import (
 // The difference is Modify's own code (qp.Check, the command's build, the
 // scratch page).
 func BenchmarkGuestModifyQPRaw(b *testing.B) {
-	guest.Require(b)
-	dev, err := Discovery{}.Device("rxe0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	x, err := OpenDevice(dev, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
-	pd, err := x.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cq, err := x.CreateCQ(16, nil, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	x, pd, cq := rxeBenchQPs(b)
+	var err error
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	median := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
 	var initModify, initRaw, errModify, errRaw []float64
