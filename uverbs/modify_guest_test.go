@@ -1,7 +1,6 @@
 package uverbs
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ func BenchmarkGuestModifyQPRaw(b *testing.B) {
 	x, pd, cq := rxeBenchQPs(b)
 	var err error
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	median := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
 	var initModify, initRaw, errModify, errRaw []float64
 	modify := func(q *QP, a *qp.Attr, m qp.Mask) float64 {
 		start := time.Now()
@@ -75,8 +73,8 @@ func BenchmarkGuestModifyQPRaw(b *testing.B) {
 			}
 		}
 	}
-	b.ReportMetric(median(initModify), "init-Modify-µs")
-	b.ReportMetric(median(initRaw), "init-raw-µs")
-	b.ReportMetric(median(errModify), "err-Modify-µs")
-	b.ReportMetric(median(errRaw), "err-raw-µs")
+	b.ReportMetric(medianOf(initModify), "init-Modify-µs")
+	b.ReportMetric(medianOf(initRaw), "init-raw-µs")
+	b.ReportMetric(medianOf(errModify), "err-Modify-µs")
+	b.ReportMetric(medianOf(errRaw), "err-raw-µs")
 }
