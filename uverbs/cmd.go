@@ -50,8 +50,8 @@ type cmd struct {
 // EPROTONOSUPPORT and EOPNOTSUPP (no such method). ENOSYS is added for
 // qemu-user, which answers it for ioctls it does not translate.
 func noMethod(err error) bool {
-	return errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT) ||
-		errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)
+	return err != nil && (errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT) ||
+		errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS))
 }
 
 // exec runs c through INVOKE_WRITE when available, else write().

@@ -332,6 +332,8 @@ func (m *mlx5QP) free() {
 }
 
 // qpAbort undoes qpData when the create command failed.
+func (*mlx5Provider) allocQP() *QP { return new(QP) }
+
 func (p *mlx5Provider) qpAbort(q *QP) {
 	if m, ok := q.drv.(*mlx5QP); ok && m.p != nil {
 		m.free()

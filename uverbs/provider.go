@@ -30,6 +30,9 @@ type provider interface {
 	cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err error)
 	cqAbort(cq *CQ)
 	newCQ(cq *CQ, out []byte) (cqOps, error)
+	// allocQP returns a zero QP for CreateQP to fill; a provider may
+	// allocate its own QP state with it, in one object (rxe).
+	allocQP() *QP
 	// qpData may change init.Cap (mlx5 sends the computed inline size);
 	// qpAbort undoes it when the command fails.
 	qpData(q *QP, init *QPInit) (in, out []byte, err error)
@@ -99,6 +102,7 @@ func (genericProvider) cqData(_ *CQ, cqe int) (in, out []byte, cmdCQE int, err e
 }
 func (genericProvider) cqAbort(*CQ)                                 {}
 func (genericProvider) qpAbort(*QP)                                 {}
+func (genericProvider) allocQP() *QP                                { return new(QP) }
 func (genericProvider) newCQ(*CQ, []byte) (cqOps, error)            { return nil, nil }
 func (genericProvider) pdData() []byte                              { return nil }
 func (genericProvider) ahData() []byte                              { return nil }

@@ -89,7 +89,8 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		return nil, err
 	}
 	defer x.mu.Unlock()
-	q := &QP{pd: pd, uhandle: x.handle(), typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ}
+	q := x.prov.allocQP()
+	q.pd, q.uhandle, q.typ, q.sendCQ, q.recvCQ = pd, x.handle(), init.Type, init.SendCQ, init.RecvCQ
 	// The provider may change init.Cap (mlx5's inline size).
 	w := &x.qpCreate
 	w.init = init

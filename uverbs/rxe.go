@@ -59,6 +59,21 @@ func (*rxeProvider) cqData(_ *CQ, cqe int) (in, out []byte, cmdCQE int, err erro
 func (*rxeProvider) cqAbort(*CQ) {}
 func (*rxeProvider) qpAbort(*QP) {}
 
+// rxeQPAlloc is an rxe QP and its provider state in one object: one
+// allocation per QP, not two (issue 17).
+type rxeQPAlloc struct {
+	q QP
+	r rxeQP
+}
+
+// allocQP returns the QP of a new rxeQPAlloc; newQP finds the rxeQP
+// through q.drv.
+func (*rxeProvider) allocQP() *QP {
+	a := new(rxeQPAlloc)
+	a.q.drv = &a.r
+	return &a.q
+}
+
 func (*rxeProvider) newCQ(cq *CQ, out []byte) (cqOps, error) {
 	resp := abi.Decode[abi.RxeCreateCQResp](out)
 	q, err := mapRxeQueue(cq.ctx.fd, resp.MI, int(unsafe.Sizeof(abi.UverbsWC{})))
@@ -78,12 +93,17 @@ func (p *rxeProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
 // munmaps at close as in librxe; only BenchmarkGuestRxeQPClose sets it.
 var rxeRingsApart bool
 
-// newQP maps the QP's two rings and encodes its doorbell: one allocation
-// (the rxeQP, rings and doorbell inside it).
+// newQP maps the QP's two rings and encodes its doorbell, in the rxeQP
+// that allocQP made with q (rings and doorbell inside it).
 func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	x := q.pd.ctx
 	resp := abi.Decode[abi.RxeCreateQPResp](out)
-	r := &rxeQP{qp: q, fd: x.fd}
+	r, ok := q.drv.(*rxeQP)
+	if !ok { // a QP not from allocQP
+		r = new(rxeQP)
+	}
+	q.drv = nil
+	*r = rxeQP{qp: q, fd: x.fd}
 	if err := r.sqRing.mapRing(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{}))); err != nil {
 		return nil, opErr("map send queue", x.dev.Name, err)
 	}

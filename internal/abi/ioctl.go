@@ -57,10 +57,13 @@ type IoctlCall struct {
 	hdr   IoctlHdr
 	attrs [IoctlMaxAttrs]IoctlAttr
 	pin   runtime.Pinner
-	s     *scratch
-	used  int
-	outs  [IoctlMaxAttrs]ioctlOut
-	nOuts int
+	// pinned says pin holds something: Unpin costs about 50 instructions
+	// even when it holds nothing (issue 17).
+	pinned bool
+	s      *scratch
+	used   int
+	outs   [IoctlMaxAttrs]ioctlOut
+	nOuts  int
 }
 
 // ioctlOut is a PTR_OUT buffer b whose kernel copy is at off in the
@@ -100,7 +103,10 @@ func (c *IoctlCall) finish(release bool) {
 		putScratch(c.s)
 		c.s, c.used = nil, 0
 	}
-	c.pin.Unpin()
+	if c.pinned {
+		c.pin.Unpin()
+		c.pinned = false
+	}
 }
 
 // NewIoctl starts a call of method on object for a device with driverID.
@@ -148,6 +154,7 @@ func (c *IoctlCall) In(id uint16, b []byte) int {
 	}
 	cp := append([]byte(nil), b...)
 	c.pin.Pin(&cp[0])
+	c.pinned = true
 	return c.add(id, uint16(len(cp)), AttrFMandatory, SlicePtr(cp))
 }
 
@@ -165,6 +172,7 @@ func (c *IoctlCall) Out(id uint16, b []byte) int {
 		return c.add(id, uint16(len(b)), AttrFMandatory, Ptr(unsafe.Pointer(&c.s.mem[off])))
 	}
 	c.pin.Pin(&b[0])
+	c.pinned = true
 	return c.add(id, uint16(len(b)), AttrFMandatory, SlicePtr(b))
 }
 
@@ -200,4 +208,7 @@ func (c *IoctlCall) Encoded() []byte {
 
 // Pin pins memory referenced by an attribute's payload (for instance the
 // response buffer pointer inside a CORE_IN struct) until Do returns.
-func (c *IoctlCall) Pin(p any) { c.pin.Pin(p) }
+func (c *IoctlCall) Pin(p any) {
+	c.pin.Pin(p)
+	c.pinned = true
+}

@@ -65,10 +65,7 @@ func UcmaReadABIVersion() (int, error) {
 // GET_EVENT) map nothing.
 func UcmaWarmScratch(n int) {
 	for range n {
-		scratchPool.Lock()
-		full := len(scratchPool.free) >= min(n, scratchKeep)
-		scratchPool.Unlock()
-		if full {
+		if scratchKept() >= min(n, scratchKeep) {
 			return
 		}
 		s := mapScratchPage()

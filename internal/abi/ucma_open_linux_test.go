@@ -32,7 +32,7 @@ func TestUcmaOpenFlags(t *testing.T) {
 
 func TestUcmaWarmScratch(t *testing.T) {
 	scratchPool.Lock()
-	saved := scratchPool.free
+	saved, savedHot := scratchPool.free, scratchHot.Swap(nil)
 	scratchPool.free = nil
 	scratchPool.Unlock()
 	t.Cleanup(func() {
@@ -40,15 +40,15 @@ func TestUcmaWarmScratch(t *testing.T) {
 		for _, s := range scratchPool.free {
 			unmapScratchPage(s)
 		}
+		if s := scratchHot.Swap(savedHot); s != nil {
+			unmapScratchPage(s)
+		}
 		scratchPool.free = saved
 		scratchPool.Unlock()
 	})
 	UcmaWarmScratch(2)
 	UcmaWarmScratch(2) // already two: maps nothing more
-	scratchPool.Lock()
-	n := len(scratchPool.free)
-	scratchPool.Unlock()
-	if n != 2 {
+	if n := scratchKept(); n != 2 {
 		t.Fatalf("%d pages kept, want 2", n)
 	}
 	s := getScratch()
