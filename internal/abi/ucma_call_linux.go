@@ -19,32 +19,50 @@ import (
 // callers need no unsafe. Fields the call fills in (Response, OptVal) are
 // overwritten. Errors are the raw errno (unix.Errno); EINTR is the
 // caller's to retry.
+//
+// Every Ucma*Call is go:noinline: inlined into another package, its call
+// of the generic ucmaExec is seen through the shape's dictionary, and
+// escape analysis there moves the caller's command to the heap, one
+// allocation per command (issue 17). Compiled here, with the type known,
+// the command stays on the caller's stack.
 
 // UcmaCreateIDCall runs CREATE_ID; it sets c.Response.
+//
+//go:noinline
 func UcmaCreateIDCall(fd int, c *UcmaCreateID) (UcmaCreateIDResp, error) {
 	return ucmaCall[UcmaCreateIDResp](fd, UcmaCmdCreateID, c, &c.Response)
 }
 
 // UcmaDestroyIDCall runs DESTROY_ID for ID id.
+//
+//go:noinline
 func UcmaDestroyIDCall(fd int, id uint32) (UcmaDestroyIDResp, error) {
 	c := UcmaDestroyID{ID: id}
 	return ucmaCall[UcmaDestroyIDResp](fd, UcmaCmdDestroyID, &c, &c.Response)
 }
 
 // UcmaBindCall runs BIND.
+//
+//go:noinline
 func UcmaBindCall(fd int, c *UcmaBind) error { return ucmaExec(fd, UcmaCmdBind, c, nil, nil, 0) }
 
 // UcmaResolveAddrCall runs RESOLVE_ADDR.
+//
+//go:noinline
 func UcmaResolveAddrCall(fd int, c *UcmaResolveAddr) error {
 	return ucmaExec(fd, UcmaCmdResolveAddr, c, nil, nil, 0)
 }
 
 // UcmaResolveRouteCall runs RESOLVE_ROUTE.
+//
+//go:noinline
 func UcmaResolveRouteCall(fd int, c *UcmaResolveRoute) error {
 	return ucmaExec(fd, UcmaCmdResolveRoute, c, nil, nil, 0)
 }
 
 // UcmaQueryAddrCall runs QUERY with RDMA_USER_CM_QUERY_ADDR for ID id.
+//
+//go:noinline
 func UcmaQueryAddrCall(fd int, id uint32) (UcmaQueryAddrResp, error) {
 	c := UcmaQuery{ID: id, Option: UcmaQueryAddr}
 	return ucmaCall[UcmaQueryAddrResp](fd, UcmaCmdQuery, &c, &c.Response)
@@ -53,6 +71,8 @@ func UcmaQueryAddrCall(fd int, id uint32) (UcmaQueryAddrResp, error) {
 // UcmaQueryPathCall runs QUERY with RDMA_USER_CM_QUERY_PATH for ID id,
 // with room for maxPaths records, and returns the records the kernel
 // reported (at most maxPaths).
+//
+//go:noinline
 func UcmaQueryPathCall(fd int, id uint32, maxPaths int) ([]UcmaPathRecData, error) {
 	buf := make([]byte, SizeofUcmaQueryPathResp+maxPaths*SizeofUcmaPathRecData)
 	c := UcmaQuery{ID: id, Option: UcmaQueryPath}
@@ -70,26 +90,38 @@ func UcmaQueryPathCall(fd int, id uint32, maxPaths int) ([]UcmaPathRecData, erro
 }
 
 // UcmaListenCall runs LISTEN.
+//
+//go:noinline
 func UcmaListenCall(fd int, c *UcmaListen) error { return ucmaExec(fd, UcmaCmdListen, c, nil, nil, 0) }
 
 // UcmaConnectCall runs CONNECT with the full struct (ECE included).
+//
+//go:noinline
 func UcmaConnectCall(fd int, c *UcmaConnect) error {
 	return ucmaExec(fd, UcmaCmdConnect, c, nil, nil, 0)
 }
 
 // UcmaAcceptCall runs ACCEPT with the full struct (ECE included).
+//
+//go:noinline
 func UcmaAcceptCall(fd int, c *UcmaAccept) error { return ucmaExec(fd, UcmaCmdAccept, c, nil, nil, 0) }
 
 // UcmaRejectCall runs REJECT.
+//
+//go:noinline
 func UcmaRejectCall(fd int, c *UcmaReject) error { return ucmaExec(fd, UcmaCmdReject, c, nil, nil, 0) }
 
 // UcmaDisconnectCall runs DISCONNECT for ID id.
+//
+//go:noinline
 func UcmaDisconnectCall(fd int, id uint32) error {
 	c := UcmaDisconnect{ID: id}
 	return ucmaExec(fd, UcmaCmdDisconnect, &c, nil, nil, 0)
 }
 
 // UcmaInitQPAttrCall runs INIT_QP_ATTR for ID id and QP state state.
+//
+//go:noinline
 func UcmaInitQPAttrCall(fd int, id, state uint32) (UcmaQPAttr, error) {
 	c := UcmaInitQPAttr{ID: id, QPState: state}
 	return ucmaCall[UcmaQPAttr](fd, UcmaCmdInitQPAttr, &c, &c.Response)
@@ -97,6 +129,8 @@ func UcmaInitQPAttrCall(fd int, id, state uint32) (UcmaQPAttr, error) {
 
 // UcmaSetOptionCall runs SET_OPTION with a copy of val (EINVAL when val
 // is empty, as the kernel answers a zero optlen).
+//
+//go:noinline
 func UcmaSetOptionCall(fd int, id, level, name uint32, val []byte) error {
 	if len(val) == 0 {
 		return unix.EINVAL
@@ -106,21 +140,29 @@ func UcmaSetOptionCall(fd int, id, level, name uint32, val []byte) error {
 }
 
 // UcmaNotifyCall runs NOTIFY.
+//
+//go:noinline
 func UcmaNotifyCall(fd int, c *UcmaNotify) error { return ucmaExec(fd, UcmaCmdNotify, c, nil, nil, 0) }
 
 // UcmaJoinMcastCall runs JOIN_MCAST; it sets c.Response. The response
 // holds the multicast ID.
+//
+//go:noinline
 func UcmaJoinMcastCall(fd int, c *UcmaJoinMcast) (UcmaCreateIDResp, error) {
 	return ucmaCall[UcmaCreateIDResp](fd, UcmaCmdJoinMcast, c, &c.Response)
 }
 
 // UcmaLeaveMcastCall runs LEAVE_MCAST for multicast ID mc.
+//
+//go:noinline
 func UcmaLeaveMcastCall(fd int, mc uint32) (UcmaDestroyIDResp, error) {
 	c := UcmaDestroyID{ID: mc}
 	return ucmaCall[UcmaDestroyIDResp](fd, UcmaCmdLeaveMcast, &c, &c.Response)
 }
 
 // UcmaGetEventCall runs GET_EVENT into *resp.
+//
+//go:noinline
 func UcmaGetEventCall(fd int, resp *UcmaEventResp) error {
 	var c UcmaGetEvent
 	return ucmaExec(fd, UcmaCmdGetEvent, &c, &c.Response, unsafe.Slice((*byte)(unsafe.Pointer(resp)), SizeofUcmaEventResp), SizeofUcmaEventResp)
