@@ -18,6 +18,7 @@ import (
 // on the host, where its instructions can be counted
 // (BenchmarkKernelIDUserCost).
 type ucmaCostDevice struct {
+	ucmaOnly
 	fd   int
 	next uint32
 	buf  [64]byte
@@ -42,12 +43,6 @@ func (d *ucmaCostDevice) Write(fd int, p uintptr, n int) (bool, int, error) {
 	}
 	return true, n, nil
 }
-
-func (d *ucmaCostDevice) Ioctl(int, uintptr, uintptr) (bool, error) { return false, nil }
-func (d *ucmaCostDevice) Mmap(int, int64, int, int, int) (bool, []byte, error) {
-	return false, nil, nil
-}
-func (d *ucmaCostDevice) Munmap([]byte) (bool, error) { return false, nil }
 
 // BenchmarkKernelIDUserCost creates 200 IDs and destroys them, as
 // cmtime's create id and destroy steps, on the kernel backend over

@@ -38,6 +38,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/ucma-commands.go
 // fakeUcma answers the writes to one fd as the rdma_cm device would,
 // recording them.
 type fakeUcma struct {
+	ucmaOnly
 	fd     int
 	out    strings.Builder
 	events int // GET_EVENT answers left before EAGAIN
@@ -102,11 +103,13 @@ func (f *fakeUcma) Write(fd int, p uintptr, n int) (bool, int, error) {
 	return true, n, nil
 }
 
-func (f *fakeUcma) Ioctl(int, uintptr, uintptr) (bool, error) { return false, nil }
-func (f *fakeUcma) Mmap(int, int64, int, int, int) (bool, []byte, error) {
-	return false, nil, nil
-}
-func (f *fakeUcma) Munmap([]byte) (bool, error) { return false, nil }
+// ucmaOnly is the part of an abi.TestDevice that a fake rdma_cm device
+// leaves to the kernel: ioctls and mmaps (the verbs' syscalls).
+type ucmaOnly struct{}
+
+func (ucmaOnly) Ioctl(int, uintptr, uintptr) (bool, error)            { return false, nil }
+func (ucmaOnly) Mmap(int, int64, int, int, int) (bool, []byte, error) { return false, nil, nil }
+func (ucmaOnly) Munmap([]byte) (bool, error)                          { return false, nil }
 
 func TestKernelCommandBytes(t *testing.T) {
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
