@@ -331,9 +331,9 @@ func (m *mlx5QP) free() {
 	m.bf = nil
 }
 
-// qpAbort undoes qpData when the create command failed.
 func (*mlx5Provider) allocQP() *QP { return new(QP) }
 
+// qpAbort undoes qpData when the create command failed.
 func (p *mlx5Provider) qpAbort(q *QP) {
 	if m, ok := q.drv.(*mlx5QP); ok && m.p != nil {
 		m.free()
