@@ -195,8 +195,12 @@ var valueChecks = [...]struct {
 }
 
 // valueCheckMask is every bit of valueChecks.
-const valueCheckMask = MaskPort | MaskPathMTU | MaskTimeout | MaskRetryCnt | MaskRNRRetry |
-	MaskRQPSN | MaskMinRNRTimer | MaskSQPSN | MaskPathMigState | MaskDestQPN
+var valueCheckMask = func() (m Mask) {
+	for _, c := range valueChecks {
+		m |= c.bit
+	}
+	return m
+}()
 
 // attrValue is the field of a that bit selects, for valueChecks.
 func attrValue(a *Attr, bit Mask) uint64 {

@@ -31,7 +31,8 @@ type provider interface {
 	cqAbort(cq *CQ)
 	newCQ(cq *CQ, out []byte) (cqOps, error)
 	// allocQP returns a zero QP for CreateQP to fill; a provider may
-	// allocate its own QP state with it, in one object (rxe).
+	// allocate its own QP state with it, in one object (rxe). newQP and
+	// qpData are given only QPs that allocQP returned.
 	allocQP() *QP
 	// qpData may change init.Cap (mlx5 sends the computed inline size);
 	// qpAbort undoes it when the command fails.

@@ -98,12 +98,9 @@ var rxeRingsApart bool
 func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	x := q.pd.ctx
 	resp := abi.Decode[abi.RxeCreateQPResp](out)
-	r, ok := q.drv.(*rxeQP)
-	if !ok { // a QP not from allocQP
-		r = new(rxeQP)
-	}
+	r := q.drv.(*rxeQP) // q came from allocQP (PD.CreateQP)
 	q.drv = nil
-	*r = rxeQP{qp: q, fd: x.fd}
+	r.qp, r.fd = q, x.fd
 	if err := r.sqRing.mapRing(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{}))); err != nil {
 		return nil, opErr("map send queue", x.dev.Name, err)
 	}
