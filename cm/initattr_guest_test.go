@@ -71,12 +71,15 @@ func TestGuestCreateQPInitAttrShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vd.initMu.Lock()
-	cached, ok := vd.activeInit[rc[0].devPort]
-	entries := len(vd.activeInit)
-	vd.initMu.Unlock()
-	if !ok || entries != 1 {
-		t.Fatalf("shared INIT attributes for port %d: %v (%d entries), want one", rc[0].devPort, ok, entries)
+	entries := 0
+	for i := range vd.activeInit {
+		if vd.activeInit[i].Load() != nil {
+			entries++
+		}
+	}
+	cached := vd.activeInit[rc[0].devPort].Load()
+	if cached == nil || entries != 1 {
+		t.Fatalf("shared INIT attributes for port %d: %v (%d entries), want one", rc[0].devPort, cached != nil, entries)
 	}
 	if cached.attr.State != qp.Init || cached.mask&qp.MaskState == 0 {
 		t.Errorf("shared INIT attributes %+v mask %v: not INIT", cached.attr, cached.mask)

@@ -183,7 +183,12 @@ func (q *QP) destroy() error {
 // (set_local_ece). On failure the caller destroys the QP.
 func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
 	id.mu.Lock()
-	defer id.mu.Unlock()
+	err := id.attachQPLocked(q, vd)
+	id.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
+	return err
+}
+
+func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 	if id.closed.Load() {
 		return fmt.Errorf("cm: CreateQP: %w", ErrClosed)
 	}
@@ -228,26 +233,18 @@ func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
 // the ID's address (ib_addr_get_pkey).
 func (id *ID) createQPInitAttr(vd *verbsDevice) (qp.Attr, qp.Mask, error) {
 	port := id.devPort
-	if id.ch.b.name() != BackendKernel || id.st.role != RoleNone || id.qpType != qp.RC ||
+	if !id.ch.kernelCM || id.st.role != RoleNone || id.qpType != qp.RC ||
 		!id.hasDev || vd == nil || int(port) >= len(vd.ethPort) || !vd.ethPort[port] {
 		return id.ch.b.initQPAttr(id.handle, qp.Init)
 	}
-	vd.initMu.Lock()
-	c, ok := vd.activeInit[port]
-	vd.initMu.Unlock()
-	if ok {
+	if c := vd.activeInit[port].Load(); c != nil {
 		return c.attr, c.mask, nil
 	}
 	a, m, err := id.ch.b.initQPAttr(id.handle, qp.Init)
 	if err != nil {
 		return a, m, err
 	}
-	vd.initMu.Lock()
-	if vd.activeInit == nil {
-		vd.activeInit = map[uint8]cmInitAttr{}
-	}
-	vd.activeInit[port] = cmInitAttr{a, m}
-	vd.initMu.Unlock()
+	vd.activeInit[port].Store(&cmInitAttr{a, m})
 	return a, m, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/unix"
@@ -23,12 +24,13 @@ type verbsDevice struct {
 	// ethPort[n] is true when port n's link layer is Ethernet (RoCE,
 	// iWARP), from the device list the channel opened it from.
 	ethPort []bool
+	guid    rdma.GUID
 
-	// activeInit holds, per Ethernet port, the kernel CM's INIT
-	// attributes for a connected QP on an ID that has not connected
-	// (ID.createQPInitAttr).
-	initMu     sync.Mutex
-	activeInit map[uint8]cmInitAttr
+	// activeInit holds, per Ethernet port (indexed as ethPort), the
+	// kernel CM's INIT attributes for a connected QP on an ID that has
+	// not connected (ID.createQPInitAttr). Read without a lock: a map
+	// under a mutex ran about 40 distinct code blocks per QP (issue 17).
+	activeInit []atomic.Pointer[cmInitAttr]
 }
 
 // cmInitAttr is one INIT_QP_ATTR answer.
@@ -38,6 +40,9 @@ type cmInitAttr struct {
 }
 
 type deviceCache struct {
+	// last is the device get returned last, checked before the lock and
+	// the map: a channel's IDs nearly always share one device (issue 17).
+	last   atomic.Pointer[verbsDevice]
 	mu     sync.Mutex
 	devs   map[rdma.GUID]*verbsDevice
 	closed bool // the channel closed: nothing opens again
@@ -69,9 +74,13 @@ func (d *deviceCache) discover() {
 }
 
 func (d *deviceCache) get(guid rdma.GUID) (*verbsDevice, error) {
+	if vd := d.last.Load(); vd != nil && vd.guid == guid {
+		return vd, nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if vd := d.devs[guid]; vd != nil {
+		d.last.Store(vd)
 		return vd, nil
 	}
 	if d.closed {
@@ -114,7 +123,7 @@ func (d *deviceCache) open(devs []uverbs.Device, guid rdma.GUID) (*verbsDevice, 
 			x.Close()
 			return nil, err
 		}
-		vd := &verbsDevice{ctx: x, pd: pd, attr: attr}
+		vd := &verbsDevice{ctx: x, pd: pd, attr: attr, guid: guid}
 		for _, p := range dev.Ports {
 			if p.Num <= 0 || p.Num > 255 {
 				continue
@@ -124,10 +133,12 @@ func (d *deviceCache) open(devs []uverbs.Device, guid rdma.GUID) (*verbsDevice, 
 			}
 			vd.ethPort[p.Num] = p.LinkLayer == uverbs.LinkEthernet
 		}
+		vd.activeInit = make([]atomic.Pointer[cmInitAttr], len(vd.ethPort))
 		if d.devs == nil {
 			d.devs = map[rdma.GUID]*verbsDevice{}
 		}
 		d.devs[guid] = vd
+		d.last.Store(vd)
 		return vd, nil
 	}
 	return nil, fmt.Errorf("cm: no verbs device with node GUID %v: %w", guid, ErrNoDevice)
@@ -141,6 +152,7 @@ func (d *deviceCache) close() error {
 		errs = append(errs, vd.ctx.Close())
 	}
 	d.devs = nil
+	d.last.Store(nil)
 	d.closed = true
 	return errors.Join(errs...)
 }
@@ -209,6 +221,10 @@ func (u uverbsQP) Close() error                       { return u.q.Close() }
 func (id *ID) CreateQP(init QPInit) (*QP, error) {
 	id.mu.Lock()
 	err := id.st.createQP()
+	var q *QP
+	if err == nil && !id.qpMemUsed {
+		id.qpMemUsed, q = true, &id.qpMem
+	}
 	id.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -217,8 +233,10 @@ func (id *ID) CreateQP(init QPInit) (*QP, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := newLibraryQP(vd, id.qpType, init)
-	if err != nil {
+	if q == nil {
+		q = new(QP)
+	}
+	if err := newLibraryQP(q, vd, id.qpType, init); err != nil {
 		return nil, fmt.Errorf("cm: CreateQP: %w", err)
 	}
 	if err := id.attachQP(q, vd); err != nil {
@@ -235,39 +253,31 @@ func one(v uint32) uint32 {
 	return v
 }
 
-func newLibraryQP(vd *verbsDevice, t qp.QPType, init QPInit) (_ *QP, err error) {
-	q := &QP{ud: t == qp.UD, maxRD: clampRD(vd.attr.MaxQPRdAtom), maxIRD: clampRD(vd.attr.MaxQPInitRdAtom),
+// newLibraryQP makes the verbs QP (and the CQs not given) into q; on
+// failure it has closed what it made.
+func newLibraryQP(q *QP, vd *verbsDevice, t qp.QPType, init QPInit) error {
+	*q = QP{ud: t == qp.UD, maxRD: clampRD(vd.attr.MaxQPRdAtom), maxIRD: clampRD(vd.attr.MaxQPInitRdAtom),
 		noECE: !vd.ctx.HasECE()}
-	defer func() {
-		if err != nil {
-			q.destroy()
-		}
-	}()
+	if err := q.makeVerbs(vd, t, init); err != nil {
+		q.destroy()
+		return err
+	}
+	return nil
+}
+
+func (q *QP) makeVerbs(vd *verbsDevice, t qp.QPType, init QPInit) (err error) {
 	c := init.Cap
 	c.MaxSendWR, c.MaxRecvWR = one(c.MaxSendWR), one(c.MaxRecvWR)
 	c.MaxSendSGE, c.MaxRecvSGE = one(c.MaxSendSGE), one(c.MaxRecvSGE)
-	mkCQ := func(n uint32) (*uverbs.CQ, *uverbs.CompChannel, error) {
-		ch, err := vd.ctx.CreateCompChannel()
-		if err != nil {
-			return nil, nil, err
-		}
-		q.extra = append(q.extra, ch)
-		cq, err := vd.ctx.CreateCQ(int(n), ch, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		q.extra = append(q.extra, cq)
-		return cq, ch, nil
-	}
 	q.RecvCQ, q.SendCQ = init.RecvCQ, init.SendCQ
 	if q.RecvCQ == nil {
-		if q.RecvCQ, q.RecvChannel, err = mkCQ(c.MaxRecvWR); err != nil {
-			return nil, err
+		if q.RecvCQ, q.RecvChannel, err = q.makeCQ(vd, c.MaxRecvWR); err != nil {
+			return err
 		}
 	}
 	if q.SendCQ == nil {
-		if q.SendCQ, q.SendChannel, err = mkCQ(c.MaxSendWR); err != nil {
-			return nil, err
+		if q.SendCQ, q.SendChannel, err = q.makeCQ(vd, c.MaxSendWR); err != nil {
+			return err
 		}
 	}
 	pd := init.PD
@@ -276,11 +286,27 @@ func newLibraryQP(vd *verbsDevice, t qp.QPType, init QPInit) (_ *QP, err error) 
 	}
 	v, err := pd.CreateQP(uverbs.QPInit{Type: t, SendCQ: q.SendCQ, RecvCQ: q.RecvCQ, Cap: c, SignalAll: init.SignalAll})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	q.Verbs = v
 	q.v = uverbsQP{v}
-	return q, nil
+	return nil
+}
+
+// makeCQ makes a CQ of n entries with its own completion channel, both
+// owned by q (librdmacm ucma_create_cqs).
+func (q *QP) makeCQ(vd *verbsDevice, n uint32) (*uverbs.CQ, *uverbs.CompChannel, error) {
+	ch, err := vd.ctx.CreateCompChannel()
+	if err != nil {
+		return nil, nil, err
+	}
+	q.extra = append(q.extra, ch)
+	cq, err := vd.ctx.CreateCQ(int(n), ch, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	q.extra = append(q.extra, cq)
+	return cq, ch, nil
 }
 
 func clampRD(n int) uint8 {

@@ -26,7 +26,7 @@ func fileContext(t *testing.T) (*Context, string) {
 	}
 	t.Cleanup(func() { unix.Close(fd) })
 	x := &Context{dev: Device{Name: "file0"}, fd: fd, prov: genericProvider{}, nativeIoctl: true,
-		qps: map[*QP]struct{}{}, ahs: map[*AH]struct{}{}, mrs: map[*MR]struct{}{},
+		ahs: map[*AH]struct{}{}, mrs: map[*MR]struct{}{},
 		cqs: map[uint64]*CQ{}, channels: map[*CompChannel]struct{}{}, pds: map[*PD]struct{}{}}
 	return x, path
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,7 +41,11 @@ type Context struct {
 
 	mu     sync.Mutex
 	closed bool
-	qps    map[*QP]struct{}
+	// qps are the open QPs; each knows its index (QP.slot). A slice, not
+	// a map: a map insert and delete per QP ran about 40 distinct code
+	// blocks of the runtime, which in TCG slow the kernel's next commands
+	// (issue 17, docs/benchmarks.md "Tenth pass").
+	qps []*QP
 	// qpCreate is PD.CreateQP's working memory, reused under mu: the
 	// init attributes the provider sees and the command's outputs. Each
 	// was an allocation per QP (a pointer handed to an interface method
@@ -85,7 +90,7 @@ func OpenDevice(dev Device, opts *Options) (*Context, error) {
 	}
 	x := &Context{
 		dev: dev, fd: fd, iface: opts.Interface,
-		qps: map[*QP]struct{}{}, ahs: map[*AH]struct{}{}, mrs: map[*MR]struct{}{},
+		ahs: map[*AH]struct{}{}, mrs: map[*MR]struct{}{},
 		cqs: map[uint64]*CQ{}, channels: map[*CompChannel]struct{}{}, pds: map[*PD]struct{}{},
 	}
 	x.driverID = opts.DriverID
@@ -270,7 +275,7 @@ func (x *Context) Close() error {
 		return nil
 	}
 	x.closed = true // no new objects from here on
-	qps, ahs, mrs, cqs, chans, pds := keys(x.qps), keys(x.ahs), keys(x.mrs), values(x.cqs), keys(x.channels), keys(x.pds)
+	qps, ahs, mrs, cqs, chans, pds := slices.Clone(x.qps), keys(x.ahs), keys(x.mrs), values(x.cqs), keys(x.channels), keys(x.pds)
 	x.mu.Unlock()
 	var errs []error
 	for _, o := range qps {
@@ -299,6 +304,24 @@ func (x *Context) Close() error {
 		errs = append(errs, opErr("close", x.dev.Name, err))
 	}
 	return errors.Join(errs...)
+}
+
+// addQP and dropQP keep x.qps, under x.mu.
+func (x *Context) addQP(q *QP) {
+	q.slot = len(x.qps)
+	x.qps = append(x.qps, q)
+}
+
+func (x *Context) dropQP(q *QP) {
+	i, last := q.slot, len(x.qps)-1
+	if i < 0 || i > last || x.qps[i] != q {
+		return
+	}
+	x.qps[i] = x.qps[last]
+	x.qps[i].slot = i
+	x.qps[last] = nil
+	x.qps = x.qps[:last]
+	q.slot = -1
 }
 
 func keys[K comparable, V any](m map[K]V) []K {

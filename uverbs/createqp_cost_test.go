@@ -101,7 +101,7 @@ func rxeCostSetup(t testing.TB) (*PD, QPInit, qp.Mask) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { null.Close() })
-	x := &Context{dev: Device{Name: "fake0"}, fd: int(null.Fd()), nativeIoctl: true, invokeWrite: true, prov: &rxeProvider{}, qps: map[*QP]struct{}{}}
+	x := &Context{dev: Device{Name: "fake0"}, fd: int(null.Fd()), nativeIoctl: true, invokeWrite: true, prov: &rxeProvider{}}
 	pd := &PD{ctx: x, handle: 1}
 	cq := &CQ{ctx: x, handle: 2}
 	init := QPInit{Type: qp.RC, SendCQ: cq, RecvCQ: cq, Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}

@@ -31,6 +31,7 @@ type eventFile struct {
 
 	reg sync.Mutex // guards raw, f and rc
 	raw int        // the fd until it joins the netpoller, -1 after
+	num int32      // the fd's number, which joining the netpoller keeps
 	f   *os.File
 	rc  syscall.RawConn
 
@@ -79,7 +80,7 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 	if fd < 0 {
 		return nil, unix.EBADF
 	}
-	return &eventFile{name: name, raw: fd, turn: make(chan struct{}, 1)}, nil
+	return &eventFile{name: name, raw: fd, num: int32(fd), turn: make(chan struct{}, 1)}, nil
 }
 
 // poller registers the fd with the netpoller once and returns its RawConn.
@@ -105,16 +106,14 @@ func (e *eventFile) poller() (syscall.RawConn, error) {
 }
 
 // fd is the descriptor number, for ioctl FD attributes and create
-// commands; valid while the file is open.
+// commands; valid while the file is open. os.NewFile keeps the number, so
+// it is read without the lock and the poller (issue 17: the lock, a defer
+// and RawConn.Control ran on every CQ and QP create). -1 once closed.
 func (e *eventFile) fd() int32 {
-	e.reg.Lock()
-	defer e.reg.Unlock()
-	if e.rc == nil {
-		return int32(e.raw)
+	if e.closed.Load() {
+		return -1
 	}
-	var n int32 = -1
-	e.rc.Control(func(fd uintptr) { n = int32(fd) })
-	return n
+	return e.num
 }
 
 func (e *eventFile) close() error {

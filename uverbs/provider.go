@@ -48,6 +48,11 @@ type provider interface {
 	// successful modify.
 	modifyQPData(q *QP, attr *qp.Attr, mask qp.Mask) (in, out []byte, ex bool)
 	modifyQPDone(q *QP, attr *qp.Attr, mask qp.Mask, out []byte)
+	// hasECE reports whether the provider carries ECE (mlx5, when the
+	// context reports firmware support). A method, not an interface
+	// assertion: a failed interface assertion takes the runtime's itab
+	// lock on every call (issue 17).
+	hasECE() bool
 	queryECE(q *QP) (ece.ECE, error)
 	setECE(q *QP, e ece.ECE) error
 }
@@ -116,6 +121,7 @@ func (genericProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
 func (genericProvider) modifyQPData(*QP, *qp.Attr, qp.Mask) (in, out []byte, ex bool) {
 	return nil, nil, false
 }
+func (genericProvider) hasECE() bool { return false }
 func (genericProvider) queryECE(q *QP) (ece.ECE, error) {
 	return ece.ECE{}, notSupported("query ECE", q.pd.ctx.dev.Name, "provider has no ECE")
 }
@@ -133,15 +139,8 @@ func abiRange(dev Device, prov string, lo, hi int) error {
 		ErrABIVersion, dev.Name, v, dev.Verbs.Name, prov, lo, hi)
 }
 
-// eceProvider is implemented by providers that carry ECE (mlx5, when
-// the context reports firmware support).
-type eceProvider interface{ hasECE() bool }
-
 // HasECE reports whether the device's provider carries ECE at all. Where
 // it does not (rxe, and every provider but mlx5), QP.QueryECE and
 // QP.SetECE always fail with ErrNotSupported, so callers can skip them,
 // as libibverbs providers without ECE answer without a syscall.
-func (x *Context) HasECE() bool {
-	p, ok := x.prov.(eceProvider)
-	return ok && p.hasECE()
-}
+func (x *Context) HasECE() bool { return x.prov.hasECE() }

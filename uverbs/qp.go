@@ -41,6 +41,8 @@ type QP struct {
 	// destroyResp is DESTROY_QP's response (events reported).
 	destroyResp abi.UverbsDestroyQPResp
 
+	slot int // index in the context's qps (under its mu)
+
 	ops  qpOps
 	drv  any // provider state (mlx5 ECE)
 	once sync.Once
@@ -88,7 +90,14 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if err := x.lockOpen("create QP"); err != nil {
 		return nil, err
 	}
-	defer x.mu.Unlock()
+	q, err := pd.createQPLocked(init)
+	x.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
+	return q, err
+}
+
+// createQPLocked is CreateQP under the context's lock.
+func (pd *PD) createQPLocked(init QPInit) (*QP, error) {
+	x := pd.ctx
 	q := x.prov.allocQP()
 	q.pd, q.uhandle, q.typ, q.sendCQ, q.recvCQ = pd, x.handle(), init.Type, init.SendCQ, init.RecvCQ
 	// The provider may change init.Cap (mlx5's inline size).
@@ -159,7 +168,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		return nil, err
 	}
 	q.ops = ops
-	x.qps[q] = struct{}{}
+	x.addQP(q)
 	return q, nil
 }
 
@@ -181,7 +190,7 @@ func (q *QP) Close() error {
 		}
 		q.err = opErr("destroy QP", x.dev.Name, err)
 		x.mu.Lock()
-		delete(x.qps, q)
+		x.dropQP(q)
 		x.mu.Unlock()
 	})
 	return q.err
@@ -193,9 +202,15 @@ func (q *QP) Close() error {
 // state before any syscall; the error then names the missing or
 // forbidden attributes and matches qp.ErrIllegalTransition etc.
 func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
-	x := q.pd.ctx
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	err := q.modifyLocked(attr, mask)
+	q.mu.Unlock() // not deferred (issue 17)
+	return err
+}
+
+// modifyLocked is Modify under q.mu.
+func (q *QP) modifyLocked(attr *qp.Attr, mask qp.Mask) error {
+	x := q.pd.ctx
 	if attr == nil {
 		q.attr = qp.Attr{}
 	} else {

@@ -155,6 +155,8 @@ func (*rxeProvider) modifyQPData(*QP, *qp.Attr, qp.Mask) (in, out []byte, ex boo
 }
 func (*rxeProvider) modifyQPDone(*QP, *qp.Attr, qp.Mask, []byte) {}
 
+func (*rxeProvider) hasECE() bool { return false }
+
 // rxe implements neither query_ece nor set_ece; libibverbs then answers
 // EOPNOTSUPP (dummy ops), and so does this.
 func (*rxeProvider) queryECE(q *QP) (ece.ECE, error) {
