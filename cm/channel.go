@@ -58,9 +58,6 @@ type Options struct {
 // every wake-up drains it until EAGAIN. Close interrupts every waiter.
 type Channel struct {
 	b backend
-	// kernelCM is b.name() == BackendKernel, kept: the QP create path
-	// asks per QP (issue 17).
-	kernelCM bool
 
 	mu       sync.Mutex
 	ids      map[uint64]*ID
@@ -141,13 +138,12 @@ func openKernelBackend(o *Options) (backend, error) {
 
 func newChannel(b backend) *Channel {
 	return &Channel{
-		b:        b,
-		kernelCM: b.name() == BackendKernel,
-		ids:      make(map[uint64]*ID),
-		mcs:      make(map[uint64]*Multicast),
-		notify:   make(chan struct{}),
-		readTok:  make(chan struct{}, 1),
-		closed:   make(chan struct{}),
+		b:       b,
+		ids:     make(map[uint64]*ID),
+		mcs:     make(map[uint64]*Multicast),
+		notify:  make(chan struct{}),
+		readTok: make(chan struct{}, 1),
+		closed:  make(chan struct{}),
 	}
 }
 

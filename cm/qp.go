@@ -221,19 +221,21 @@ func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 }
 
 // createQPInitAttr gives rdma_create_qp's INIT attributes (INIT_QP_ATTR).
-// Called with id.mu held. On the kernel CM, a connected QP of an ID that
-// has not connected, on an Ethernet port, gets the answer the device's
-// first such ID got: the kernel builds it from the device and port alone
-// (cma.c rdma_init_qp_attr with no cm_id.ib yet: cma_ib_init_qp_attr,
-// the index of P_Key 0xffff in the port's fixed RoCE table, the port and
-// no access flags; iWARP: the port and no access flags). That is one
-// command per connection fewer than librdmacm (issue 17). Everywhere
-// else the kernel is asked: a passive ID's attributes come from its REQ,
-// a UD QP's Q_Key is the ID's, and an InfiniBand port's P_Key comes from
+// Called with id.mu held. A connected QP of an ID that has not connected,
+// on an Ethernet port, gets the answer the device's first such ID got:
+// the kernel CM builds it from the device and port alone (cma.c
+// rdma_init_qp_attr with no cm_id.ib yet: cma_ib_init_qp_attr, the index
+// of P_Key 0xffff in the port's fixed RoCE table, the port and no access
+// flags; iWARP: the port and no access flags), and so does the engine
+// (qp.InitAttrBeforeCM with the port). On the kernel CM that is one
+// command per connection fewer than librdmacm; on the engine, a lookup
+// of the ID and the attributes' checks fewer (issue 17). Everywhere else
+// the backend is asked: a passive ID's attributes come from its REQ, a
+// UD QP's Q_Key is the ID's, and an InfiniBand port's P_Key comes from
 // the ID's address (ib_addr_get_pkey).
 func (id *ID) createQPInitAttr(vd *verbsDevice) (qp.Attr, qp.Mask, error) {
 	port := id.devPort
-	if !id.ch.kernelCM || id.st.role != RoleNone || id.qpType != qp.RC ||
+	if id.st.role != RoleNone || id.qpType != qp.RC ||
 		!id.hasDev || vd == nil || int(port) >= len(vd.ethPort) || !vd.ethPort[port] {
 		return id.ch.b.initQPAttr(id.handle, qp.Init)
 	}

@@ -9,6 +9,17 @@
 // write to goroutine stacks on the heap; the buffer is on transparent
 // huge pages (with THP "always") unless NOHUGE=1 (MADV_NOHUGEPAGE).
 //
+// SWEEP=N (up to 1024) calls N distinct tiny functions before each timed
+// call, outside the timing: N more translated blocks between syscalls, as
+// a bigger user-space code path has, to show what that costs the timed
+// calls in TCG (docs/benchmarks.md "Tenth pass"). SWEEPALIGN=4096 puts
+// each function on its own page (default: 16 bytes apart).
+//
+// QPCYCLE_MARK=FILE replaces FILE (a file in the 9p share) with a line
+// naming the loop that ends there ("c start", "c create-init", "c
+// err-destroy") and sleeps 100 ms: tracetools/tbcount's plugin dumps its
+// counts at each replacement.
+//
 //	gcc -O2 -o DIR/qpcycle-c qpcycle.c -libverbs
 //	/host/qpcycle-c [N [ROUNDS]]       # in guest a
 #include <infiniband/verbs.h>
@@ -18,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_us(void)
 {
@@ -56,15 +68,65 @@ static long anon_huge_kb(void)
 	return kb;
 }
 
-// touch: a syscall that writes to kbuf, with KTOUCH.
+// The SWEEP functions: 1024 distinct ones (their constants differ, so
+// the compiler cannot fold them into one), packed and page-aligned.
+#define SWF(al, n) __attribute__((noinline, aligned(al))) static int sw##al##_##n(int x) { return x * 3 + 0##n; }
+#define SW1(al, p) SWF(al, p##0) SWF(al, p##1) SWF(al, p##2) SWF(al, p##3)
+#define SW2(al, p) SW1(al, p##0) SW1(al, p##1) SW1(al, p##2) SW1(al, p##3)
+#define SW3(al, p) SW2(al, p##0) SW2(al, p##1) SW2(al, p##2) SW2(al, p##3)
+#define SW4(al, p) SW3(al, p##0) SW3(al, p##1) SW3(al, p##2) SW3(al, p##3)
+#define SW5(al, p) SW4(al, p##0) SW4(al, p##1) SW4(al, p##2) SW4(al, p##3)
+#define SWT(al, n) sw##al##_##n,
+#define SWT1(al, p) SWT(al, p##0) SWT(al, p##1) SWT(al, p##2) SWT(al, p##3)
+#define SWT2(al, p) SWT1(al, p##0) SWT1(al, p##1) SWT1(al, p##2) SWT1(al, p##3)
+#define SWT3(al, p) SWT2(al, p##0) SWT2(al, p##1) SWT2(al, p##2) SWT2(al, p##3)
+#define SWT4(al, p) SWT3(al, p##0) SWT3(al, p##1) SWT3(al, p##2) SWT3(al, p##3)
+#define SWT5(al, p) SWT4(al, p##0) SWT4(al, p##1) SWT4(al, p##2) SWT4(al, p##3)
+SW5(16, 1)
+SW5(4096, 1)
+static int (*const sweep16[1024])(int) = {SWT5(16, 1)};
+static int (*const sweep4096[1024])(int) = {SWT5(4096, 1)};
+static int (*const *sweep)(int) = sweep16;
+static int sweepn;
+static volatile int sweepsink;
+
+// touch: a syscall that writes to kbuf, with KTOUCH; the SWEEP calls.
 static void touch(void)
 {
+	int acc = 0;
+	for (int i = 0; i < sweepn; i++)
+		acc = sweep[i](acc);
+	sweepsink = acc;
 	if (kbuf)
 		uname((struct utsname *)(kbuf + (1 << 20)));
 }
 
+// mark replaces $QPCYCLE_MARK with "c LABEL" (write, then rename: one
+// change the host sees) and waits 100 ms for the host to dump.
+static void mark(const char *label)
+{
+	const char *p = getenv("QPCYCLE_MARK");
+	if (!p)
+		return;
+	char tmp[512];
+	snprintf(tmp, sizeof tmp, "%s.tmp", p);
+	FILE *f = fopen(tmp, "w");
+	if (f) {
+		fprintf(f, "c %s\n", label);
+		fclose(f);
+		rename(tmp, p);
+	}
+	usleep(100000);
+}
+
 int main(int argc, char **argv)
 {
+	if (getenv("SWEEP"))
+		sweepn = atoi(getenv("SWEEP"));
+	if (sweepn < 0 || sweepn > 1024)
+		sweepn = 1024;
+	if (getenv("SWEEPALIGN") && atoi(getenv("SWEEPALIGN")) == 4096)
+		sweep = sweep4096;
 	int n = argc > 1 ? atoi(argv[1]) : 200, rounds = argc > 2 ? atoi(argv[2]) : 1;
 	const char *nohuge = getenv("NOHUGE");
 	if (getenv("KTOUCH")) {
@@ -92,6 +154,7 @@ int main(int argc, char **argv)
 	struct ibv_qp **q = calloc(n, sizeof *q);
 	double *cr = calloc(n, 8), *in = calloc(n, 8), *er = calloc(n, 8), *de = calloc(n, 8);
 	for (int r = 0; r < rounds; r++) {
+		mark("start");
 		double t0 = now_us();
 		for (int i = 0; i < n; i++) {
 			struct ibv_qp_init_attr a = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
@@ -114,6 +177,8 @@ int main(int argc, char **argv)
 			in[i] = now_us() - s;
 		}
 		double t1 = now_us();
+		mark("create-init");
+		t1 = now_us();
 		for (int i = 0; i < n; i++) {
 			struct ibv_qp_attr at = {.qp_state = IBV_QPS_ERR};
 			touch();
@@ -132,6 +197,7 @@ int main(int argc, char **argv)
 			de[i] = now_us() - s;
 		}
 		double t2 = now_us();
+		mark("err-destroy");
 		printf("c%s create %.1f init %.1f err %.1f destroy %.1f us (medians); loops %.1f %.1f ms; AnonHugePages %ld kB\n",
 		       kbuf ? (nohuge ? "-ktouch-small" : "-ktouch-huge") : "", median(cr, n), median(in, n), median(er, n),
 		       median(de, n), (t1 - t0) / 1e3, (t2 - t1) / 1e3, anon_huge_kb());

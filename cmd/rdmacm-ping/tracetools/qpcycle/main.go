@@ -3,7 +3,9 @@
 // 17, docs/benchmarks.md "Eighth pass"). N RC QPs on rxe0 (caps 1/1/1/1,
 // one CQ): create and INIT each, then ERR and close each, timing every
 // call; it prints the medians in µs. QPCYCLE_CPUPROFILE=FILE writes a CPU
-// profile.
+// profile. QPCYCLE_MARK=FILE marks the loops' edges for
+// tracetools/tbcount, as qpcycle.c does ("go start", "go create-init", "go
+// err-destroy").
 //
 //	CGO_ENABLED=0 go build -o DIR/qpcycle-go ./cmd/rdmacm-ping/tracetools/qpcycle
 //	/host/qpcycle-go [N [ROUNDS]]                      # in guest a
@@ -75,6 +77,7 @@ func run(n, rounds int) error {
 	qps := make([]*uverbs.QP, n)
 	cr, in, er, de := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	for r := 0; r < rounds; r++ {
+		mark("start")
 		t0 := time.Now()
 		for i := range qps {
 			s := time.Now()
@@ -89,6 +92,7 @@ func run(n, rounds int) error {
 			e := time.Now()
 			qps[i], cr[i], in[i] = q, us(m.Sub(s)), us(e.Sub(m))
 		}
+		mark("create-init")
 		t1 := time.Now()
 		for i, q := range qps {
 			s := time.Now()
@@ -103,6 +107,7 @@ func run(n, rounds int) error {
 			er[i], de[i] = us(m.Sub(s)), us(e.Sub(m))
 		}
 		t2 := time.Now()
+		mark("err-destroy")
 		fmt.Printf("go create %.1f init %.1f err %.1f destroy %.1f us (medians); loops %.1f %.1f ms; AnonHugePages %d kB\n", median(cr), median(in), median(er), median(de),
 			float64(t1.Sub(t0).Microseconds())/1e3, float64(t2.Sub(t1).Microseconds())/1e3, anonHugeKB())
 	}
@@ -126,4 +131,17 @@ func anonHugeKB() int {
 		}
 	}
 	return -1
+}
+
+// mark replaces $QPCYCLE_MARK (a file in the 9p share that tbcount's
+// plugin watches) with "go LABEL", by a rename so that the host sees one
+// change, and waits 100 ms for the host to dump.
+func mark(label string) {
+	p := os.Getenv("QPCYCLE_MARK")
+	if p == "" {
+		return
+	}
+	os.WriteFile(p+".tmp", []byte("go "+label+"\n"), 0o644)
+	os.Rename(p+".tmp", p)
+	time.Sleep(100 * time.Millisecond)
 }
