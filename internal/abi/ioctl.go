@@ -3,6 +3,7 @@ package abi
 import (
 	"runtime"
 	"structs"
+	"syscall"
 	"unsafe"
 )
 
@@ -92,7 +93,7 @@ func (c *IoctlCall) room(n int) (off int, ok bool) {
 // finish copies the outputs back from the scratch page; release also
 // returns the page and unpins what was pinned.
 func (c *IoctlCall) finish(release bool) {
-	for _, o := range c.outs[:c.nOuts] {
+	for _, o := range c.outs[:min(c.nOuts, IoctlMaxAttrs)] {
 		copy(o.b, c.s.mem[o.off:])
 	}
 	if !release {
@@ -118,15 +119,25 @@ func NewIoctl(object, method uint16, driverID uint32) *IoctlCall {
 	return c
 }
 
+// add appends an attribute. It has no branch (issue 17: a builder is
+// inlined into each command, and every branch there is a code block of
+// its own in TCG): past IoctlMaxAttrs it keeps counting and overwrites
+// the last slot, and the call then refuses to run (tooManyAttrs), a
+// programming error with fixed table sizes.
 func (c *IoctlCall) add(id uint16, n uint16, flags uint16, data uint64) int {
-	i := int(c.hdr.NumAttrs)
-	if i == IoctlMaxAttrs {
-		panic("abi: too many ioctl attributes") // programming error, fixed table sizes
-	}
+	i := min(int(c.hdr.NumAttrs), IoctlMaxAttrs-1)
 	c.attrs[i] = IoctlAttr{AttrID: id, Len: n, Flags: flags, Data: data}
 	c.hdr.NumAttrs++
 	return i
 }
+
+// tooManyAttrs reports a call built with more than IoctlMaxAttrs
+// attributes; Do, DoShort and DoRaw refuse it.
+func (c *IoctlCall) tooManyAttrs() bool { return c.hdr.NumAttrs > IoctlMaxAttrs }
+
+// errTooManyAttrs is the refusal: EINVAL, as the kernel answers an
+// attribute array it cannot take.
+var errTooManyAttrs error = syscall.EINVAL
 
 // Const adds a CONST_IN attribute (len 8, the value as a u64).
 func (c *IoctlCall) Const(id uint16, v uint64) int { return c.add(id, 8, AttrFMandatory, v) }
@@ -167,7 +178,7 @@ func (c *IoctlCall) Out(id uint16, b []byte) int {
 	}
 	if off, ok := c.room(len(b)); ok {
 		copy(c.s.mem[off:], b)
-		c.outs[c.nOuts] = ioctlOut{b: b, off: off}
+		c.outs[min(c.nOuts, IoctlMaxAttrs-1)] = ioctlOut{b: b, off: off} // no branch, as add
 		c.nOuts++
 		return c.add(id, uint16(len(b)), AttrFMandatory, Ptr(unsafe.Pointer(&c.s.mem[off])))
 	}
@@ -202,7 +213,8 @@ func (c *IoctlCall) NumAttrs() int { return int(c.hdr.NumAttrs) }
 
 // Encoded returns the header and attributes as the kernel reads them.
 func (c *IoctlCall) Encoded() []byte {
-	c.hdr.Length = uint16(unsafe.Sizeof(c.hdr)) + c.hdr.NumAttrs*uint16(unsafe.Sizeof(IoctlAttr{}))
+	n := min(c.hdr.NumAttrs, IoctlMaxAttrs) // never past the array (tooManyAttrs)
+	c.hdr.Length = uint16(unsafe.Sizeof(c.hdr)) + n*uint16(unsafe.Sizeof(IoctlAttr{}))
 	return unsafe.Slice((*byte)(unsafe.Pointer(&c.hdr)), c.hdr.Length)
 }
 

@@ -16,6 +16,10 @@ import (
 // (unix.Errno).
 func (c *IoctlCall) Do(fd int) error {
 	c.Encoded()
+	if c.tooManyAttrs() {
+		c.finish(true)
+		return errTooManyAttrs
+	}
 	if handled, err := c.viaTestDevice(fd); handled {
 		c.finish(true)
 		return err
@@ -37,6 +41,10 @@ func (c *IoctlCall) Do(fd int) error {
 // (docs/benchmarks.md).
 func (c *IoctlCall) DoShort(fd int) error {
 	c.Encoded()
+	if c.tooManyAttrs() {
+		c.finish(true)
+		return errTooManyAttrs
+	}
 	if testDevice.Load() != nil { // the check inline: no call per command without a test device
 		if handled, err := c.viaTestDevice(fd); handled {
 			c.finish(true)
@@ -80,6 +88,10 @@ func WriteShort(fd int, b []byte) (int, error) {
 // scratch page (In over 8 bytes, Out) for the next run.
 func (c *IoctlCall) DoRaw(fd int) error {
 	c.Encoded()
+	if c.tooManyAttrs() {
+		c.finish(false)
+		return errTooManyAttrs
+	}
 	if testDevice.Load() != nil {
 		if handled, err := c.viaTestDevice(fd); handled {
 			c.finish(false)

@@ -17,6 +17,10 @@ import (
 // Do fails: there is no uverbs ioctl here.
 func (c *IoctlCall) Do(fd int) error {
 	c.Encoded()
+	if c.tooManyAttrs() {
+		c.finish(true)
+		return errTooManyAttrs
+	}
 	err := unix.ErrNotSupported
 	if handled, derr := c.viaTestDevice(fd); handled {
 		err = derr
