@@ -27,9 +27,9 @@ type verbsDevice struct {
 	guid    rdma.GUID
 
 	// activeInit holds, per Ethernet port (indexed as ethPort), the
-	// kernel CM's INIT attributes for a connected QP on an ID that has
-	// not connected (ID.createQPInitAttr). Read without a lock: a map
-	// under a mutex ran about 40 distinct code blocks per QP (issue 17).
+	// backend's INIT attributes for a connected QP on an ID that has not
+	// connected (ID.createQPInitAttr). Read without a lock: a map under
+	// a mutex ran about 40 distinct code blocks per QP (issue 17).
 	activeInit []atomic.Pointer[cmInitAttr]
 }
 

@@ -57,6 +57,7 @@ static char trig[512], outdir[512];
 
 static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
+	(void)id;
 	pthread_mutex_lock(&mu);
 	if (nrec == CHUNK * 4096) {
 		pthread_mutex_unlock(&mu);
