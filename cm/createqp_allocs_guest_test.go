@@ -74,7 +74,9 @@ func routeResolvedID(t testing.TB, ctx context.Context, ch *Channel, dst netip.A
 // before the ninth): the library QP, and the verbs QP with its rxe state
 // (rings and doorbell inside), on both backends (the kernel CM's
 // INIT_QP_ATTR allocates nothing since its commands no longer go through
-// rawConn.Control).
+// rawConn.Control). The loop re-creates the QP of one ID, so the library
+// QP is a new allocation each time; an ID's first QP lives in the ID
+// (ID.qpMem), as in cmtime's step, which makes that one allocation.
 func TestGuestCreateQPAllocs(t *testing.T) {
 	guest.Require(t)
 	step := createQPLoop(t)

@@ -111,11 +111,13 @@ static void mark(const char *label)
 	char tmp[512];
 	snprintf(tmp, sizeof tmp, "%s.tmp", p);
 	FILE *f = fopen(tmp, "w");
+	int bad = !f;
 	if (f) {
-		fprintf(f, "c %s\n", label);
-		fclose(f);
-		rename(tmp, p);
+		bad = fprintf(f, "c %s\n", label) < 0;
+		bad |= fclose(f) != 0;
 	}
+	if (bad || rename(tmp, p) != 0)
+		perror("qpcycle: mark"); // the window is lost, the run goes on
 	usleep(100000);
 }
 

@@ -141,7 +141,12 @@ func mark(label string) {
 	if p == "" {
 		return
 	}
-	os.WriteFile(p+".tmp", []byte("go "+label+"\n"), 0o644)
-	os.Rename(p+".tmp", p)
+	err := os.WriteFile(p+".tmp", []byte("go "+label+"\n"), 0o644)
+	if err == nil {
+		err = os.Rename(p+".tmp", p)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "qpcycle: mark:", err) // the window is lost, the run goes on
+	}
 	time.Sleep(100 * time.Millisecond)
 }
