@@ -117,7 +117,7 @@ VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/ ./
 # Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
 # so that our CM engine owns the CM class over umad (the root package: the
 # endpoint layer on the engine).
-VMEXEC_NOCM_PKGS ?= ./cm/umad/ . ./rsocket/ ./examples/http/
+VMEXEC_NOCM_PKGS ?= ./internal/umad/ . ./rsocket/ ./examples/http/
 vmtest: deps
 	$(GO) run ./internal/vmtest/cmd/vmtest prepare
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/

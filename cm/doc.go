@@ -9,7 +9,7 @@
 //   - BackendUser runs the CM protocol in user space, for hosts without
 //     ib_cm: one CM engine (cm/engine) per RoCE port, receiving MADs
 //     through /dev/infiniband/umadN and sending them from a UD QP of its
-//     own (cm/umad), with address and route resolution done as the
+//     own (internal/umad), with address and route resolution done as the
 //     rdma_cm does it for RoCE.
 //
 // BackendAuto, the default, takes the kernel backend where rdma_ucm is

@@ -668,7 +668,7 @@ func waitResources(t *testing.T, base map[string]int, d time.Duration, keys ...s
 // TestGuestKernelBackendPeerKilled: rping -c in guest b is SIGKILLed while
 // it connects to a kernel-backend listener in guest a, once before we
 // answer its REQ and once after ESTABLISHED. The engine's counterparts are
-// cm/umad's TestGuestPeerKilled*; in a -nocm-a run guest a has no kernel
+// internal/umad's TestGuestPeerKilled*; in a -nocm-a run guest a has no kernel
 // CM and this test skips.
 func TestGuestKernelBackendPeerKilled(t *testing.T) {
 	guest.Require(t)
@@ -678,7 +678,7 @@ func TestGuestKernelBackendPeerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !has {
-		t.Skip("guest a has no ib_cm (vmexec -nocm-a): no kernel backend here; cm/umad's TestGuestPeerKilled* cover the engine")
+		t.Skip("guest a has no ib_cm (vmexec -nocm-a): no kernel backend here; internal/umad's TestGuestPeerKilled* cover the engine")
 	}
 	peer, err := netip.ParseAddr(guest.Peer().Addr)
 	if err != nil {

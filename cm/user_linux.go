@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
-	"github.com/go-rdma/rdmacm/cm/umad"
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/umad"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/uverbs"

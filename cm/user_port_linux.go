@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
-	"github.com/go-rdma/rdmacm/cm/umad"
+	"github.com/go-rdma/rdmacm/internal/umad"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
-	"github.com/go-rdma/rdmacm/cm/umad"
+	"github.com/go-rdma/rdmacm/internal/umad"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/pcap"
 	"github.com/go-rdma/rdmacm/mad/roce"

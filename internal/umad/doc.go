@@ -1,6 +1,7 @@
 // Package umad carries the user-space CM engine (cm/engine) over the
-// kernel's user MAD interface, /dev/infiniband/umadN. It has three parts,
-// one file each:
+// kernel's user MAD interface, /dev/infiniband/umadN. It is internal
+// because package cm is its only user: cm's user-space backend runs on it.
+// It has three parts, one file each:
 //
 //   - Port (port_linux.go), the umad device: it registers a MAD agent for
 //     the CM class (0x07, class version 2, method Send) on QP 1 and sends

@@ -5,8 +5,8 @@ package umad
 // Real-kernel tests, run inside vmtest guests (soft-RoCE rxe0 on eth0):
 //
 //	go build -o bin/vmexec ./internal/vmtest/cmd/vmexec
-//	CGO_ENABLED=0 go test -count=1 -p 1 -v -exec "$PWD/bin/vmexec -nocm-a" ./cm/umad/
-//	CGO_ENABLED=0 go test -count=1 -p 1 -v -exec "$PWD/bin/vmexec" ./cm/umad/
+//	CGO_ENABLED=0 go test -count=1 -p 1 -v -exec "$PWD/bin/vmexec -nocm-a" ./internal/umad/
+//	CGO_ENABLED=0 go test -count=1 -p 1 -v -exec "$PWD/bin/vmexec" ./internal/umad/
 //
 // With -nocm-a guest a has no ib_cm: the engine owns the CM class there and
 // talks to guest b's kernel CM (rping). Without it, registration must fail
