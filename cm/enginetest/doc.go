@@ -54,15 +54,13 @@
 // (accept every request, send the RTU, answer a DREQ, destroy finished
 // IDs), and Node.OnEvent installs a hook of the test's own.
 //
-// # Why not internal/testfabric
+// # One fault model
 //
-// The repository's own transcript tests use internal/testfabric, which
-// grew with the transcript language and exposes its internals to it. This
-// package is a separate, small driver written only against the engine's
-// public API, so that it documents the contract a driver must keep (see
-// the Ready loop example) and its API can stay stable while the internal
-// fabric changes. The fault model is the same: seeded loss, duplication,
-// delay and reordering, partitions and crashes.
+// The repository's own transcript and sweep tests drive the same fabric
+// through internal/testfabric; this package is its public face, written
+// against the engine's public API only, so that it documents the contract
+// a driver must keep (see the Ready loop example) and stays stable while
+// the internal side follows those tests.
 //
 // A Fabric is not safe for concurrent use; independent fabrics may run in
 // parallel.

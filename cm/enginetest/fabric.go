@@ -1,20 +1,17 @@
 package enginetest
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/netip"
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
+	"github.com/go-rdma/rdmacm/internal/testfabric"
 	"github.com/go-rdma/rdmacm/mad"
-	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Epoch is the time on a new Fabric's clock.
-var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var Epoch = testfabric.Epoch
 
 // maxSteps bounds the loops that run the fabric, so that a livelock fails
 // a test instead of hanging it.
@@ -70,30 +67,8 @@ var ErrCrashed = errors.New("enginetest: node is crashed")
 
 // Fabric is a simulated network of engines with a virtual clock.
 type Fabric struct {
-	opts   options
-	now    time.Time
-	nodes  []*Node
-	byGID  map[rdma.GID]int
-	rng    *rand.Rand
-	seq    uint64
-	queue  packetQueue
-	faults []*rule
-	down   map[[2]int]bool
-	events []Event
-	stats  Stats
-	errs   []error
-
-	onMessage func(Message)
-	flushing  bool
-}
-
-type packet struct {
-	at       time.Time
-	seq      uint64
-	from, to int // 0-based
-	retry    uint8
-	dup      bool
-	mad      [mad.MADSize]byte
+	f     *testfabric.Fabric
+	nodes []*Node
 }
 
 // NewFabric returns a fabric of n nodes, numbered 1 to n, with every link
@@ -103,96 +78,91 @@ func NewFabric(n int, opts ...Option) *Fabric {
 	for _, fn := range opts {
 		fn(&o)
 	}
-	f := &Fabric{
-		opts:  o,
-		now:   Epoch,
-		byGID: map[rdma.GID]int{},
-		rng:   rand.New(rand.NewPCG(o.seed, o.seed^0x656e67696e657465)),
-		down:  map[[2]int]bool{},
+	var configure func(*testfabric.Node, *engine.Config)
+	if o.config != nil {
+		configure = func(n *testfabric.Node, c *engine.Config) { o.config(n.Index+1, c) }
 	}
-	for i := range n {
-		ip := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})
-		nd := &Node{f: f, idx: i, ip: ip, gid: rdma.GIDFromAddr(ip),
-			guid: 0x525400fffe000000 | uint64(i+1), policy: o.policy}
-		f.nodes = append(f.nodes, nd)
-		f.byGID[nd.gid] = i
-		nd.boot()
+	fab := &Fabric{f: testfabric.NewConfigured(n, o.seed, configure)}
+	fab.f.Latency = o.latency
+	fab.f.RecordEvents = true
+	for _, tn := range fab.f.Nodes {
+		tn.Policy = testfabric.Policy(o.policy)
+		fab.nodes = append(fab.nodes, &Node{fab: fab, n: tn})
 	}
-	return f
+	return fab
 }
 
 // Node returns node number i (from 1). It panics if there is none.
 func (f *Fabric) Node(i int) *Node { return f.nodes[i-1] }
 
-// Nodes returns every node, node 1 first.
-func (f *Fabric) Nodes() []*Node { return append([]*Node(nil), f.nodes...) }
-
 // Now returns the virtual time.
-func (f *Fabric) Now() time.Time { return f.now }
+func (f *Fabric) Now() time.Time { return f.f.Now }
 
 // Elapsed returns the virtual time since Epoch.
-func (f *Fabric) Elapsed() time.Duration { return f.now.Sub(Epoch) }
+func (f *Fabric) Elapsed() time.Duration { return f.f.Now.Sub(Epoch) }
 
 // Stats returns the wire counters.
-func (f *Fabric) Stats() Stats { return f.stats }
+func (f *Fabric) Stats() Stats { return Stats(f.f.Stats()) }
 
 // InFlight returns how many MADs are on the wire.
-func (f *Fabric) InFlight() int { return len(f.queue) }
+func (f *Fabric) InFlight() int { return f.f.InFlight() }
 
 // Events returns every event the nodes reported, in the order they
 // reported them.
-func (f *Fabric) Events() []Event { return append([]Event(nil), f.events...) }
+func (f *Fabric) Events() []Event { return f.events(0) }
+
+// events returns the events of node number i, or of every node for 0.
+func (f *Fabric) events(i int) []Event {
+	var evs []Event
+	for _, ev := range f.f.Events {
+		if i == 0 || ev.Node == i {
+			evs = append(evs, Event(ev))
+		}
+	}
+	return evs
+}
 
 // Err returns the problems the fabric found, joined, or nil: engine
 // invariant violations, QP transitions qp.Check refused, MADs to unknown
 // addresses, and errors from a Policy's answers.
-func (f *Fabric) Err() error { return errors.Join(f.errs...) }
+func (f *Fabric) Err() error { return f.f.Err() }
 
 // OnMessage sets a function called with the fate of every MAD: once when
 // it is delivered (twice for a duplicated MAD), or once when it is dropped
 // or lost. nil removes it.
-func (f *Fabric) OnMessage(fn func(Message)) { f.onMessage = fn }
+func (f *Fabric) OnMessage(fn func(Message)) {
+	if fn == nil {
+		f.f.OnMessage = nil
+		return
+	}
+	f.f.OnMessage = func(m testfabric.Message) {
+		fn(Message{At: m.At, From: m.From + 1, To: m.To + 1, Kind: m.Kind, Retry: m.Retry,
+			Duplicate: m.Duplicate, Fate: Fate(m.Fate), MAD: m.MAD})
+	}
+}
 
 // Partition cuts both directions between nodes i and j: MADs sent while
 // the link is down are lost, and so are MADs in flight that would arrive
 // while it is down.
-func (f *Fabric) Partition(i, j int) {
-	f.down[[2]int{i - 1, j - 1}] = true
-	f.down[[2]int{j - 1, i - 1}] = true
-}
+func (f *Fabric) Partition(i, j int) { f.f.Partition(i-1, j-1) }
 
 // Heal restores both directions between nodes i and j.
-func (f *Fabric) Heal(i, j int) {
-	delete(f.down, [2]int{i - 1, j - 1})
-	delete(f.down, [2]int{j - 1, i - 1})
-}
+func (f *Fabric) Heal(i, j int) { f.f.Heal(i-1, j-1) }
 
 // Crash stops node i: its engine and every ID in it are lost, MADs to it
 // vanish, and Node.Engine returns nil until Restart. MADs it sent before
 // the crash are still delivered.
-func (f *Fabric) Crash(i int) {
-	n := f.nodes[i-1]
-	n.eng, n.crashed = nil, true
-	n.qps = nil
-}
+func (f *Fabric) Crash(i int) { f.f.Crash(i - 1) }
 
 // Restart boots node i again with a new engine, as after a reboot: no IDs,
 // a new seed for its communication IDs, QP numbers starting over. A node
 // that is not crashed loses its engine as in Crash. Events already
 // recorded are kept.
-func (f *Fabric) Restart(i int) {
-	n := f.nodes[i-1]
-	n.boots++
-	n.boot()
-}
+func (f *Fabric) Restart(i int) { f.f.Restart(i - 1) }
 
 // Settle delivers every MAD due now, and every MAD the deliveries cause
 // that is due now, without moving the clock.
-func (f *Fabric) Settle() {
-	f.flush()
-	for f.deliverOne() {
-	}
-}
+func (f *Fabric) Settle() { f.f.Stabilize() }
 
 // Step does the next thing the simulation would do and reports whether
 // there was anything to do: it delivers the oldest MAD due now; if none is
@@ -200,224 +170,33 @@ func (f *Fabric) Settle() {
 // the timers due then, or, if no timer is due, delivers the MAD that
 // arrives then. It reports false, leaving the clock alone, when nothing is
 // in flight and no timer is armed.
-func (f *Fabric) Step() bool {
-	f.flush()
-	if f.deliverOne() {
-		return true
-	}
-	t := f.next()
-	if t.IsZero() {
-		return false
-	}
-	if t.After(f.now) {
-		f.now = t
-	}
-	if !f.tick() {
-		f.deliverOne()
-	}
-	return true
-}
+func (f *Fabric) Step() bool { return f.f.Step() }
 
 // Advance runs the fabric for d of virtual time: MADs are delivered and
 // timers fire at their times, and the clock ends at Now()+d.
-func (f *Fabric) Advance(d time.Duration) {
-	end := f.now.Add(d)
-	for range maxSteps {
-		f.Settle()
-		t := f.next()
-		if t.IsZero() || t.After(end) {
-			f.now = end
-			f.Settle()
-			return
-		}
-		if t.After(f.now) {
-			f.now = t
-		}
-		f.tick()
-	}
-	f.errs = append(f.errs, errors.New("enginetest: Advance: no progress"))
-}
+func (f *Fabric) Advance(d time.Duration) { f.f.Advance(d) }
 
 // RunUntilIdle runs the fabric until no MAD is in flight and no timer is
 // armed, and reports whether it got there (false after a million steps).
 // The clock stops at the last delivery or timer.
-func (f *Fabric) RunUntilIdle() bool { return f.RunUntil(nil) }
+func (f *Fabric) RunUntilIdle() bool { return f.f.RunUntil(nil, maxSteps) }
 
 // RunUntil runs the fabric until cond returns true and reports whether it
 // did; it returns false if the fabric goes idle first. cond is checked
 // before the clock first moves and then each time everything due at the
 // current time has been delivered. A nil cond means RunUntilIdle.
-func (f *Fabric) RunUntil(cond func() bool) bool {
-	for range maxSteps {
-		f.Settle()
-		if cond != nil && cond() {
-			return true
-		}
-		t := f.next()
-		if t.IsZero() {
-			return cond == nil
-		}
-		if t.After(f.now) {
-			f.now = t
-		}
-		f.tick()
-	}
-	return false
-}
-
-// next returns the earliest arrival or live engine deadline, or zero.
-func (f *Fabric) next() time.Time {
-	var t time.Time
-	if len(f.queue) > 0 {
-		t = f.queue[0].at
-	}
-	for _, n := range f.nodes {
-		if n.eng == nil {
-			continue
-		}
-		if d := n.eng.Deadline(); !d.IsZero() && (t.IsZero() || d.Before(t)) {
-			t = d
-		}
-	}
-	return t
-}
-
-// tick fires the timers due now; it reports whether any engine had one.
-func (f *Fabric) tick() bool {
-	fired := false
-	for _, n := range f.nodes {
-		if n.eng == nil {
-			continue
-		}
-		if d := n.eng.Deadline(); !d.IsZero() && !d.After(f.now) {
-			n.eng.Tick(f.now)
-			fired = true
-		}
-	}
-	f.flush()
-	return fired
-}
-
-// flush drains every node's Ready until none has anything. Calls made from
-// inside (policies and hooks) leave their outputs to the running flush.
-func (f *Fabric) flush() {
-	if f.flushing {
-		return
-	}
-	f.flushing = true
-	defer func() { f.flushing = false }()
-	for range maxSteps {
-		busy := false
-		for _, n := range f.nodes {
-			if n.eng != nil && n.eng.HasReady() {
-				busy = true
-				n.drain()
-			}
-		}
-		if !busy {
-			return
-		}
-	}
-	f.errs = append(f.errs, errors.New("enginetest: engines never went quiet"))
-}
-
-// send puts a MAD on the wire from node i to node j (0-based), applying
-// partitions and faults.
-func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
-	f.stats.Sent++
-	p := packet{at: f.now.Add(f.opts.latency), from: i, to: j, retry: retry, mad: *m}
-	kind := kindOf(m[:])
-	if f.down[[2]int{i, j}] {
-		f.stats.Lost++
-		f.report(&p, Lost)
-		return
-	}
-	copies, delayed := 1, false
-	for _, r := range f.faults {
-		if !r.matches(i+1, j+1, kind) {
-			continue
-		}
-		if r.Rate > 0 && r.Rate < 1 && f.rng.Float64() >= r.Rate {
-			continue
-		}
-		r.hits++
-		switch r.Action {
-		case Drop:
-			f.stats.Dropped++
-			f.report(&p, Dropped)
-			return
-		case Duplicate:
-			copies = 2
-		case Delay:
-			p.at = p.at.Add(r.Delay)
-			delayed = true
-		case Reorder:
-			limit := r.Delay
-			if limit <= 0 {
-				limit = 10 * time.Millisecond
-			}
-			p.at = p.at.Add(time.Duration(f.rng.Int64N(int64(limit) + 1)))
-			delayed = true
-		}
-	}
-	if delayed {
-		f.stats.Delayed++
-	}
-	if copies == 2 {
-		f.stats.Duplicated++
-	}
-	for c := range copies {
-		p.seq, p.dup = f.seq, c == 1
-		f.seq++
-		heap.Push(&f.queue, p)
-	}
-}
-
-// deliverOne delivers the oldest MAD due now, if any.
-func (f *Fabric) deliverOne() bool {
-	if len(f.queue) == 0 || f.queue[0].at.After(f.now) {
-		return false
-	}
-	p := heap.Pop(&f.queue).(packet)
-	to, from := f.nodes[p.to], f.nodes[p.from]
-	if to.eng == nil || f.down[[2]int{p.from, p.to}] {
-		f.stats.Lost++
-		f.report(&p, Lost)
-		return true
-	}
-	f.stats.Delivered++
-	f.report(&p, Delivered)
-	to.eng.Receive(f.now, engine.Addr{Port: 1, GID: from.gid, QPN: 1, HopLimit: 64}, p.mad[:])
-	f.flush()
-	return true
-}
-
-func (f *Fabric) report(p *packet, fate Fate) {
-	if f.onMessage == nil {
-		return
-	}
-	f.onMessage(Message{At: f.now, From: p.from + 1, To: p.to + 1, Kind: kindOf(p.mad[:]),
-		Retry: p.retry, Duplicate: p.dup, Fate: fate, MAD: p.mad[:]})
-}
-
-func kindOf(m []byte) mad.AttributeID {
-	h, err := mad.ParseHeader(m)
-	if err != nil {
-		return 0
-	}
-	return h.AttributeID()
-}
+func (f *Fabric) RunUntil(cond func() bool) bool { return f.f.RunUntil(cond, maxSteps) }
 
 // Fate is what became of a MAD.
 type Fate uint8
 
 const (
 	// Delivered: given to the receiver's engine.
-	Delivered Fate = iota + 1
+	Delivered = Fate(testfabric.Delivered)
 	// Dropped: removed by a Drop fault.
-	Dropped
+	Dropped = Fate(testfabric.Dropped)
 	// Lost: sent into a partition, or to a crashed node.
-	Lost
+	Lost = Fate(testfabric.Lost)
 )
 
 func (f Fate) String() string {
@@ -465,23 +244,4 @@ func (m Message) String() string {
 		s += " duplicate"
 	}
 	return s
-}
-
-// packetQueue orders MADs by arrival time, then by send order.
-type packetQueue []packet
-
-func (q packetQueue) Len() int { return len(q) }
-func (q packetQueue) Less(i, j int) bool {
-	if q[i].at.Equal(q[j].at) {
-		return q[i].seq < q[j].seq
-	}
-	return q[i].at.Before(q[j].at)
-}
-func (q packetQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *packetQueue) Push(x any)   { *q = append(*q, x.(packet)) }
-func (q *packetQueue) Pop() any {
-	old := *q
-	p := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return p
 }

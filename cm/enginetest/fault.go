@@ -2,9 +2,9 @@ package enginetest
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/go-rdma/rdmacm/internal/testfabric"
 	"github.com/go-rdma/rdmacm/mad"
 )
 
@@ -16,15 +16,15 @@ type Action uint8
 
 const (
 	// Drop removes the MAD from the wire.
-	Drop Action = iota + 1
+	Drop = Action(testfabric.Drop)
 	// Duplicate delivers the MAD twice, the copy right after the original.
-	Duplicate
+	Duplicate = Action(testfabric.Duplicate)
 	// Delay holds the MAD back for the Fault's Delay.
-	Delay
+	Delay = Action(testfabric.Delay)
 	// Reorder holds the MAD back for a random time, uniform between 0 and
 	// the Fault's Delay (10 ms if Delay is 0), drawn from the seeded
 	// generator, so that MADs sent after it can overtake it.
-	Reorder
+	Reorder = Action(testfabric.Reorder)
 )
 
 func (a Action) String() string {
@@ -65,30 +65,16 @@ type Fault struct {
 	Count int
 }
 
-type rule struct {
-	Fault
-	hits int
-}
-
-func (r *rule) matches(from, to int, kind mad.AttributeID) bool {
-	return (r.From == Any || r.From == from) && (r.To == Any || r.To == to) &&
-		(r.Kind == 0 || r.Kind == kind) && (r.Count == 0 || r.hits < r.Count)
-}
-
 // AddFault installs ft and returns a function that removes it. It panics
 // if ft.Action is not one of the Actions.
 func (f *Fabric) AddFault(ft Fault) (remove func()) {
 	if ft.Action < Drop || ft.Action > Reorder {
 		panic(fmt.Sprintf("enginetest: AddFault: bad action %v", ft.Action))
 	}
-	r := &rule{Fault: ft}
-	f.faults = append(f.faults, r)
-	return func() {
-		if i := slices.Index(f.faults, r); i >= 0 {
-			f.faults = slices.Delete(f.faults, i, i+1)
-		}
-	}
+	// Node numbers from 1 become indexes from 0, and Any becomes -1.
+	return f.f.AddFault(testfabric.Fault{From: ft.From - 1, To: ft.To - 1, Kind: ft.Kind,
+		Action: testfabric.Action(ft.Action), Delay: ft.Delay, Rate: ft.Rate, Count: ft.Count})
 }
 
 // ClearFaults removes every fault. Partitions stay.
-func (f *Fabric) ClearFaults() { f.faults = nil }
+func (f *Fabric) ClearFaults() { f.f.ClearFaults() }

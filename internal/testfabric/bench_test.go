@@ -16,7 +16,7 @@ func newPairFabric(tb testing.TB) *Fabric {
 	f := New(2, 1)
 	f.CheckInvariants = false
 	f.Nodes[0].Policy = Policy{AutoEstablish: true, AutoDestroy: true}
-	f.Nodes[1].Policy = Policy{AutoAccept: true, AutoDREP: true, AutoDestroy: true}
+	f.Nodes[1].Policy = Policy{AutoAccept: true, AutoDisconnect: true, AutoDestroy: true}
 	if _, err := f.Nodes[1].Engine.Listen(f.Now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port}); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,20 +1,21 @@
 // Package testfabric is a deterministic simulated RoCE fabric for the CM
 // engine (cm/engine): several nodes, each an engine with fake QPs, joined
-// by links with seeded loss, duplication, reordering, delay and partitions,
-// on one goroutine with a virtual clock. Nodes can crash and restart.
+// by a wire with seeded faults (loss, duplication, delay, reordering),
+// partitions and crashes, on one goroutine with a virtual clock. It is the
+// one fault model of the repository: cm/enginetest is its public face,
+// and the transcript language of testdata/*.txt (Script) and the sweeps
+// drive it directly.
 //
 // Every QP transition an engine emits is checked with qp.Check against the
 // fake QP's state; every engine's invariants are checked after every
 // input. Violations are collected in Fabric.Errors.
-//
-// Script runs the transcript language of testdata/*.txt.
 package testfabric
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
@@ -27,59 +28,28 @@ import (
 // Epoch is the virtual clock's start.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Faults describes one direction of a link.
-type Faults struct {
-	// Loss, Dup and Reorder are probabilities per MAD: lost, delivered
-	// twice, delivered after up to Jitter+ReorderDelay extra delay.
-	Loss, Dup, Reorder float64
-	// Delay is the base one-way delay; Jitter adds up to that much more.
-	Delay, Jitter time.Duration
-	// ReorderDelay is the extra delay of a reordered MAD (default 10 ms).
-	ReorderDelay time.Duration
-	// Down drops everything (a partition).
-	Down bool
-}
+// maxSteps bounds the loops that run the fabric, so that a livelock fails
+// a test instead of hanging it.
+const maxSteps = 1 << 20
 
-func (f *Faults) immediate() bool {
-	return f.Loss == 0 && f.Dup == 0 && f.Reorder == 0 && f.Delay == 0 && f.Jitter == 0 && !f.Down
-}
-
-// Policy makes a node answer events by itself.
+// Policy makes a node answer events by itself; cm/enginetest's Policy
+// documents each answer. AutoAccept echoes the REQ's ECE.
 type Policy struct {
-	// AutoAccept accepts every CONNECT_REQUEST (QPN from the node's fake
-	// QPs) and answers SIDR requests.
-	AutoAccept bool
-	// AutoEstablish sends the RTU on every CONNECT_REPLY.
-	AutoEstablish bool
-	// AutoDREP answers every DISCONNECT_REQUEST with a DREP.
-	AutoDREP bool
-	// AutoDestroy destroys IDs once they are finished (TIMEWAIT_EXIT,
-	// REJECTED, REQ_ERROR, REP_ERROR, SIDR results).
-	AutoDestroy bool
-	// ManageQP lets the engine drive the QPs of new connections.
-	ManageQP bool
+	AutoAccept, AutoEstablish, AutoDisconnect, AutoDestroy, ManageQP bool
 }
 
-// EventRecord is an event as the fabric keeps it.
-type EventRecord struct {
-	At     time.Time
-	Type   engine.EventType
-	ID     engine.ID
-	Reason mad.RejectReason
-}
-
-// FakeQP is a QP whose state only changes through checked transitions.
-type FakeQP struct {
-	QPN   uint32
-	Type  qp.QPType
-	State qp.State
-	Moves int
+// Event is an event a node reported, with its time and node number.
+type Event struct {
+	engine.Event
+	At time.Time
+	// Node is the reporting node's number, from 1.
+	Node int
 }
 
 // Node is one CA on the fabric.
 type Node struct {
 	Index  int
-	Name   string
+	Name   string // the node's number, from 1
 	IP     netip.Addr
 	GID    rdma.GID
 	GUID   uint64
@@ -93,83 +63,90 @@ type Node struct {
 	Policy  Policy
 	// OnEvent, when set, is called for every event after Policy.
 	OnEvent func(n *Node, ev *engine.Event)
-	Events  []EventRecord
-	QPs     map[uint32]*FakeQP
+	// QPs holds the state of each QP the engine drives; a QP not seen
+	// before is in RESET.
+	QPs     map[uint32]qp.State
 	nextQPN uint32
 	seed    uint64
+	f       *Fabric
 }
 
 type packet struct {
 	at       time.Time
 	seq      uint64
 	from, to int
+	retry    uint8
 	dup      bool
 	mad      [mad.MADSize]byte
+}
+
+// Stats counts what happened on the wire.
+type Stats struct {
+	Sent, Delivered, Dropped, Lost, Duplicated, Delayed uint64
 }
 
 // Fabric is the simulated network.
 type Fabric struct {
 	Now   time.Time
 	Nodes []*Node
-	// Default applies to links without their own Faults.
-	Default Faults
-	links   map[[2]int]*Faults
-	rng     *rand.Rand
-	seq     uint64
-	// fifo holds MADs due now on fault-free links; heap the delayed ones.
-	fifo   []packet
-	fifoAt int
-	heap   packetHeap
-	byGID  map[rdma.GID]int
-	// Errors collects QP check failures and engine invariant violations.
+	// Latency is every link's one-way delay.
+	Latency time.Duration
+	// Errors collects QP check failures, engine invariant violations and
+	// the errors of policy answers.
 	Errors []error
-	// CheckInvariants runs Engine.CheckInvariants after every flush.
+	// CheckInvariants runs Engine.CheckInvariants after every drain.
 	CheckInvariants bool
-	// RecordEvents keeps every event in Node.Events.
+	// RecordEvents keeps a copy of every event in Events.
 	RecordEvents bool
-	// Trace, when set, receives one line per delivery, drop, event,
+	Events       []Event
+	// Trace, when set, receives one line per delivery, loss, event,
 	// state change and QP transition.
 	Trace func(line string)
-	// Filter, when set, decides the fate of each MAD at delivery:
-	// deliver, drop or duplicate.
-	Filter func(from, to *Node, m []byte) Fate
+	// OnMessage, when set, sees the fate of every MAD.
+	OnMessage func(Message)
+	// Filter, when set, decides at delivery whether a MAD is delivered
+	// (0), dropped (Drop) or delivered twice (Duplicate).
+	Filter func(from, to *Node, m []byte) Action
 	// NameID, when set, sees every ID a node reports, before Trace does.
 	NameID func(node int, id engine.ID)
-	// Source, when set, gives the ID source of each engine booted after
-	// it is set (Restart, RestartSameIDs); nil keeps the seeded default.
-	Source func(n *Node) engine.Source
-	// RecordStates makes engines booted after it is set report state
-	// changes (OnState sees them).
-	RecordStates bool
-	// OnState, when set, sees every state change an engine reports.
+	// Configure, when set, adjusts the configuration of every engine
+	// booted after it is set.
+	Configure func(n *Node, c *engine.Config)
+	// OnState, when set, sees every state change of the engines booted
+	// after it is set.
 	OnState func(n *Node, s engine.StateChange)
-	// Stats
-	Delivered, Dropped, Duplicated uint64
 
-	events  []engine.Event
-	arena   []byte
-	scratch packet
-	acts    []policyAct
+	stats  Stats
+	faults []*rule
+	down   map[[2]int]bool
+	rng    *rand.Rand
+	seq    uint64
+	// fifo holds MADs due now while no fault or latency can reorder them;
+	// heap holds the rest.
+	fifo     []packet
+	fifoAt   int
+	heap     packetHeap
+	byGID    map[rdma.GID]int
+	flushing bool
+	events   []Event
+	arena    []byte
+	scratch  packet
+	sending  packet
+	acts     []policyAct
 }
-
-// Fate is what Filter decides for a MAD.
-type Fate uint8
-
-const (
-	Deliver Fate = iota
-	Drop
-	Duplicate
-)
 
 // New returns a fabric of n nodes (192.0.2.1, .2, ...) with seeded
 // randomness; node engines use seeds derived from seed.
-func New(n int, seed uint64) *Fabric {
-	f := &Fabric{Now: Epoch, links: map[[2]int]*Faults{}, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)),
-		byGID: map[rdma.GID]int{}, CheckInvariants: true}
+func New(n int, seed uint64) *Fabric { return NewConfigured(n, seed, nil) }
+
+// NewConfigured is New with Configure set before the engines boot.
+func NewConfigured(n int, seed uint64, configure func(*Node, *engine.Config)) *Fabric {
+	f := &Fabric{Now: Epoch, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), down: map[[2]int]bool{},
+		byGID: map[rdma.GID]int{}, CheckInvariants: true, Configure: configure}
 	for i := range n {
 		ip := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})
 		nd := &Node{Index: i, Name: fmt.Sprint(i + 1), IP: ip, GID: rdma.GIDFromAddr(ip),
-			GUID: 0x525400fffe000000 | uint64(i+1), seed: seed*1000 + uint64(i)}
+			GUID: 0x525400fffe000000 | uint64(i+1), seed: seed*1000 + uint64(i), f: f}
 		f.Nodes = append(f.Nodes, nd)
 		f.byGID[nd.GID] = i
 		f.boot(nd)
@@ -178,22 +155,23 @@ func New(n int, seed uint64) *Fabric {
 }
 
 func (f *Fabric) boot(n *Node) {
-	src := engine.NewSeededSource(n.seed+uint64(n.idEpoch)*7919, 2)
-	if f.Source != nil {
-		src = f.Source(n)
+	cfg := engine.Config{CAGUID: n.GUID, ACKDelay: 15, RecordStates: f.Trace != nil || f.OnState != nil,
+		Source: engine.NewSeededSource(n.seed+uint64(n.idEpoch)*7919, 2)}
+	if f.Configure != nil {
+		f.Configure(n, &cfg)
 	}
-	e, err := engine.New(engine.Config{
-		CAGUID: n.GUID, ACKDelay: 15, RecordStates: f.Trace != nil || f.RecordStates,
-		Source: src,
-	})
+	e, err := engine.New(cfg)
 	if err != nil {
-		panic(err) // the config above is valid
+		panic("testfabric: " + err.Error())
 	}
 	n.Engine = e
-	n.QPs = map[uint32]*FakeQP{}
+	n.QPs = map[uint32]qp.State{}
 	n.nextQPN = 0x11
 	n.Crashed = false
 }
+
+// Stats returns the wire counters.
+func (f *Fabric) Stats() Stats { return f.stats }
 
 // Crash stops node i: its engine and QPs are lost, MADs to it vanish.
 func (f *Fabric) Crash(i int) {
@@ -225,30 +203,11 @@ func (f *Fabric) RestartSameIDs(i int) {
 }
 
 // Inject puts a raw MAD from node i to node j on the wire, subject to the
-// link's faults: a misbehaving or replaying peer.
+// faults: a misbehaving or replaying peer.
 func (f *Fabric) Inject(i, j int, m []byte) {
 	var b [mad.MADSize]byte
 	copy(b[:], m)
-	f.send(i, j, &b)
-}
-
-// Link returns the faults of the link from i to j, creating them from
-// Default.
-func (f *Fabric) Link(i, j int) *Faults {
-	l := f.links[[2]int{i, j}]
-	if l == nil {
-		d := f.Default
-		l = &d
-		f.links[[2]int{i, j}] = l
-	}
-	return l
-}
-
-func (f *Fabric) faults(i, j int) *Faults {
-	if l := f.links[[2]int{i, j}]; l != nil {
-		return l
-	}
-	return &f.Default
+	f.send(i, j, &b, 0)
 }
 
 func (f *Fabric) tracef(format string, args ...any) {
@@ -257,52 +216,62 @@ func (f *Fabric) tracef(format string, args ...any) {
 	}
 }
 
-// NewQP returns a new QP number on node n. With Policy.ManageQP it also
-// creates the fake QP the engine's transitions are checked against.
-func (n *Node) NewQP(t qp.QPType) uint32 {
+func (f *Fabric) errorf(n *Node, format string, args ...any) {
+	f.Errors = append(f.Errors, fmt.Errorf("node %s: "+format, append([]any{n.Name}, args...)...))
+}
+
+// NewQP returns a new QP number on node n.
+func (n *Node) NewQP() uint32 {
 	qpn := n.nextQPN
 	n.nextQPN = (n.nextQPN + 1) & 0xffffff
 	if n.nextQPN < 0x11 {
 		n.nextQPN = 0x11
 	}
-	if n.Policy.ManageQP {
-		n.QPs[qpn] = &FakeQP{QPN: qpn, Type: t}
-	}
 	return qpn
 }
 
-// PathTo returns the RoCE path from n to m as the rdma_cm builds it on rxe
-// (Linux 6.1): P_Key 0xffff, MTU 1024, hop limit 64, packet lifetime 18.
-func (n *Node) PathTo(m *Node) engine.Path {
-	return engine.Path{
-		PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: n.GID, DGID: m.GID, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: 18},
-		Port:       1,
-		RoCE:       true,
+// ConnectParams returns rdma_connect-like parameters from n to m's port
+// over the RoCE path the rdma_cm builds on rxe (Linux 6.1: P_Key 0xffff,
+// MTU 1024, hop limit 64, packet lifetime 18), with a new QPN of n's.
+func (n *Node) ConnectParams(m *Node, port uint16) engine.ConnectParams {
+	qpn := n.NewQP()
+	return engine.ConnectParams{
+		PortSpace: rdma.PortSpaceTCP,
+		Src:       netip.AddrPortFrom(n.IP, 40000+uint16(qpn)), Dst: netip.AddrPortFrom(m.IP, port),
+		Path: engine.Path{
+			PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: n.GID, DGID: m.GID, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: 18},
+			Port:       1,
+			RoCE:       true,
+		},
+		QPN: qpn, ResponderResources: 1, InitiatorDepth: 1,
+		RetryCount: 7, RNRRetryCount: 7, ManageQP: n.Policy.ManageQP,
 	}
 }
 
-// ConnectParams returns rdma_connect-like parameters from n to m's port.
-func (n *Node) ConnectParams(m *Node, port uint16) engine.ConnectParams {
-	return engine.ConnectParams{
-		PortSpace: rdma.PortSpaceTCP,
-		Src:       netip.AddrPortFrom(n.IP, 40000+uint16(n.nextQPN)), Dst: netip.AddrPortFrom(m.IP, port),
-		Path: n.PathTo(m), QPN: n.NewQP(qp.RC), ResponderResources: 1, InitiatorDepth: 1,
-		RetryCount: 7, RNRRetryCount: 7, ManageQP: n.Policy.ManageQP,
-	}
+// AcceptParams returns the answer to a REQ: a new QPN of n's and the
+// given responder resources and initiator depth.
+func (n *Node) AcceptParams(resp, init uint8) engine.AcceptParams {
+	return engine.AcceptParams{QPN: n.NewQP(), ResponderResources: resp, InitiatorDepth: init,
+		RNRRetryCount: 7, ManageQP: n.Policy.ManageQP}
 }
 
 // Connect starts a connection from node i to node j's port.
 func (f *Fabric) Connect(i, j int, port uint16) (engine.ID, error) {
 	n := f.Nodes[i]
-	p := n.ConnectParams(f.Nodes[j], port)
-	return n.Engine.Connect(f.Now, p)
+	return n.Engine.Connect(f.Now, n.ConnectParams(f.Nodes[j], port))
 }
 
 // Flush drains every node's Ready: MADs enter the network, QP transitions
-// are checked and applied, events go to the policies. It repeats until no
-// node has anything ready.
+// are checked and applied, events go to the policies and hooks. It
+// repeats until no node has anything ready. Called from inside a drain
+// (a hook), it leaves the outputs to the running flush.
 func (f *Fabric) Flush() {
-	for range 1 << 20 {
+	if f.flushing {
+		return
+	}
+	f.flushing = true
+	defer func() { f.flushing = false }()
+	for range maxSteps {
 		busy := false
 		for _, n := range f.Nodes {
 			if n.Crashed || !n.Engine.HasReady() {
@@ -315,7 +284,7 @@ func (f *Fabric) Flush() {
 			return
 		}
 	}
-	f.Errors = append(f.Errors, fmt.Errorf("flush: no quiescence"))
+	f.Errors = append(f.Errors, errors.New("flush: the engines never went quiet"))
 }
 
 func (f *Fabric) drain(n *Node) {
@@ -331,9 +300,7 @@ func (f *Fabric) drain(n *Node) {
 	}
 	for i := range r.StateChanges {
 		s := &r.StateChanges[i]
-		if f.Trace != nil {
-			f.tracef("%s: %v %v -> %v", n.Name, s.ID, s.From, s.To)
-		}
+		f.tracef("%s: %v %v -> %v", n.Name, s.ID, s.From, s.To)
 		if f.OnState != nil {
 			f.OnState(n, *s)
 		}
@@ -345,10 +312,10 @@ func (f *Fabric) drain(n *Node) {
 		o := &r.Messages[i]
 		j, ok := f.byGID[o.To.GID]
 		if !ok || o.To.QPN != 1 {
-			f.Errors = append(f.Errors, fmt.Errorf("%s sent to %v QP %d", n.Name, o.To.GID, o.To.QPN))
+			f.errorf(n, "MAD to %v QP %d: no such node", o.To.GID, o.To.QPN)
 			continue
 		}
-		f.send(n.Index, j, &o.MAD)
+		f.send(n.Index, j, &o.MAD, o.Retry)
 	}
 	if n.OnEvent == nil && f.Trace == nil && !f.RecordEvents {
 		// Fast path: the policies only queue typed actions, run once
@@ -367,31 +334,39 @@ func (f *Fabric) drain(n *Node) {
 	f.events = f.events[:0]
 	f.arena = f.arena[:0]
 	for _, ev := range r.Events {
-		if f.Trace != nil {
-			ev.PrivateData = f.keep(ev.PrivateData)
-			ev.ARI = f.keep(ev.ARI)
-		} else {
+		switch {
+		case f.RecordEvents: // the record's own copies
+			ev.PrivateData, ev.ARI, ev.SIDR.Info = clone(ev.PrivateData), clone(ev.ARI), clone(ev.SIDR.Info)
+			f.Events = append(f.Events, Event{Event: ev, At: f.Now, Node: n.Index + 1})
+		case f.Trace != nil:
+			ev.PrivateData, ev.ARI = f.keep(ev.PrivateData), f.keep(ev.ARI)
+		default:
 			ev.PrivateData, ev.ARI = nil, nil
 		}
-		f.events = append(f.events, ev)
+		f.events = append(f.events, Event{Event: ev, At: f.Now, Node: n.Index + 1})
 	}
 	e.Advance()
 	f.checkEngine(n)
-	evs := f.events
-	f.events = nil // hooks may flush recursively
-	for i := range evs {
-		f.handle(n, &evs[i])
-		if n.Crashed {
-			break
+	// Hooks cannot drain (Flush does not nest), so f.events stays put.
+	for i := range f.events {
+		if n.Engine != e {
+			break // a hook crashed or restarted the node
 		}
+		f.handle(n, &f.events[i])
 	}
-	f.events = evs[:0]
+}
+
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
 }
 
 func (f *Fabric) checkEngine(n *Node) {
 	if f.CheckInvariants {
 		if err := n.Engine.CheckInvariants(); err != nil {
-			f.Errors = append(f.Errors, fmt.Errorf("%s: %w", n.Name, err))
+			f.errorf(n, "%w", err)
 		}
 	}
 }
@@ -406,23 +381,16 @@ func (f *Fabric) keep(b []byte) []byte {
 }
 
 func (f *Fabric) applyQP(n *Node, t *engine.QPTransition) {
-	q := n.QPs[t.QPN]
-	if q == nil {
-		f.Errors = append(f.Errors, fmt.Errorf("%s: transition for unknown QP %#x", n.Name, t.QPN))
+	cur := n.QPs[t.QPN]
+	if cur != t.From {
+		f.errorf(n, "QP %#x in %v, transition from %v", t.QPN, cur, t.From)
+	}
+	if err := qp.Check(t.Type, cur, &t.Attr, t.Mask); err != nil {
+		f.errorf(n, "QP %#x %v->%v: %w", t.QPN, t.From, t.To, err)
 		return
 	}
-	if q.State != t.From {
-		f.Errors = append(f.Errors, fmt.Errorf("%s: QP %#x in %v, transition from %v", n.Name, t.QPN, q.State, t.From))
-	}
-	if err := qp.Check(q.Type, q.State, &t.Attr, t.Mask); err != nil {
-		f.Errors = append(f.Errors, fmt.Errorf("%s: QP %#x %v->%v: %w", n.Name, t.QPN, t.From, t.To, err))
-		return
-	}
-	q.State = t.To
-	q.Moves++
-	if f.Trace != nil {
-		f.tracef("%s: %v", n.Name, t)
-	}
+	n.QPs[t.QPN] = t.To
+	f.tracef("%s: %v", n.Name, t)
 }
 
 // policyAct is one thing a Policy does in answer to an event.
@@ -433,7 +401,7 @@ type policyAct struct {
 	ece        ece.ECE
 }
 
-// policy queues what n's Policy does about ev.
+// policy queues what n's Policy does about ev, if anything.
 func (f *Fabric) policy(n *Node, ev *engine.Event) {
 	p := n.Policy
 	switch ev.Type {
@@ -446,7 +414,7 @@ func (f *Fabric) policy(n *Node, ev *engine.Event) {
 			return
 		}
 	case engine.EventDisconnectRequest:
-		if !p.AutoDREP {
+		if !p.AutoDisconnect {
 			return
 		}
 	case engine.EventTimewaitExit, engine.EventRejected, engine.EventReqError, engine.EventRepError,
@@ -463,132 +431,152 @@ func (f *Fabric) policy(n *Node, ev *engine.Event) {
 
 // act carries out a queued policy action.
 func (f *Fabric) act(n *Node, a *policyAct) {
-	e, p := n.Engine, n.Policy
+	e := n.Engine
+	var err error
 	switch a.kind {
 	case engine.EventConnectRequest:
-		qpn := n.NewQP(qp.RC)
-		f.check(n, "accept", e.Accept(f.Now, a.id, engine.AcceptParams{QPN: qpn, ResponderResources: a.resp,
-			InitiatorDepth: a.init, RNRRetryCount: 7, ECE: a.ece, ManageQP: p.ManageQP}))
+		p := n.AcceptParams(a.resp, a.init)
+		p.ECE = a.ece
+		err = e.Accept(f.Now, a.id, p)
 	case engine.EventSIDRRequest:
-		f.check(n, "sidr reply", e.ReplySIDR(f.Now, a.id, engine.SIDRReplyParams{QPN: n.NewQP(qp.UD), QKey: 0x01234567}))
+		err = e.ReplySIDR(f.Now, a.id, engine.SIDRReplyParams{QPN: n.NewQP(), QKey: 0x01234567})
 	case engine.EventConnectReply:
-		f.check(n, "establish", e.Establish(f.Now, a.id, nil))
+		err = e.Establish(f.Now, a.id, nil)
 	case engine.EventDisconnectRequest:
-		f.check(n, "disconnect", e.Disconnect(f.Now, a.id, nil))
+		err = e.Disconnect(f.Now, a.id, nil)
 	default:
-		f.check(n, "destroy", e.Destroy(f.Now, a.id))
+		err = e.Destroy(f.Now, a.id)
+	}
+	if err != nil {
+		f.errorf(n, "answering %v %v: %w", a.kind, a.id, err)
 	}
 }
 
-func (f *Fabric) handle(n *Node, ev *engine.Event) {
-	if f.RecordEvents {
-		n.Events = append(n.Events, EventRecord{At: f.Now, Type: ev.Type, ID: ev.ID, Reason: ev.Reason})
-	}
-	if f.Trace != nil {
-		f.tracef("%s: %v", n.Name, ev)
-	}
+func (f *Fabric) handle(n *Node, ev *Event) {
+	f.tracef("%s: %v", n.Name, &ev.Event)
 	f.acts = f.acts[:0]
-	f.policy(n, ev)
+	f.policy(n, &ev.Event)
 	for _, a := range f.acts {
 		f.act(n, &a)
 	}
 	if n.OnEvent != nil {
-		n.OnEvent(n, ev)
+		n.OnEvent(n, &ev.Event)
 	}
 }
 
-func (f *Fabric) check(n *Node, op string, err error) {
-	if err != nil {
-		f.Errors = append(f.Errors, fmt.Errorf("%s: %s: %w", n.Name, op, err))
-	}
-}
-
-func (f *Fabric) send(i, j int, m *[mad.MADSize]byte) {
-	l := f.faults(i, j)
-	if l.immediate() {
-		f.fifo = append(f.fifo, packet{at: f.Now, seq: f.seq, from: i, to: j, mad: *m})
+// send puts a MAD from node i to node j on the wire, applying partitions
+// and faults.
+func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
+	f.stats.Sent++
+	down := f.down[[2]int{i, j}]
+	if !down && len(f.faults) == 0 && f.Latency == 0 && (len(f.heap) == 0 || f.heap[0].at.After(f.Now)) {
+		f.fifo = append(f.fifo, packet{at: f.Now, seq: f.seq, from: i, to: j, retry: retry, mad: *m})
 		f.seq++
 		return
 	}
-	if l.Down || l.Loss > 0 && f.rng.Float64() < l.Loss {
-		f.Dropped++
-		if f.Trace != nil {
-			f.tracef("%s>%s %s LOST", f.Nodes[i].Name, f.Nodes[j].Name, mad.Describe(m[:]))
-		}
+	// p is the fabric's own: a local would escape through report.
+	p := &f.sending
+	*p = packet{at: f.Now.Add(f.Latency), from: i, to: j, retry: retry, mad: *m}
+	if down {
+		f.stats.Lost++
+		f.report(p, Lost)
 		return
 	}
-	copies := 1
-	if l.Dup > 0 && f.rng.Float64() < l.Dup {
-		copies = 2
+	copies, delayed := 1, false
+	kind := attrOf(m[:])
+	for _, r := range f.faults {
+		if !r.matches(i, j, kind) {
+			continue
+		}
+		if r.Rate > 0 && r.Rate < 1 && f.rng.Float64() >= r.Rate {
+			continue
+		}
+		r.hits++
+		switch r.Action {
+		case Drop:
+			f.stats.Dropped++
+			f.report(p, Dropped)
+			return
+		case Duplicate:
+			copies = 2
+		case Delay:
+			p.at = p.at.Add(r.Delay)
+			delayed = true
+		case Reorder:
+			limit := r.Delay
+			if limit <= 0 {
+				limit = 10 * time.Millisecond
+			}
+			p.at = p.at.Add(time.Duration(f.rng.Int64N(int64(limit) + 1)))
+			delayed = true
+		}
+	}
+	if delayed {
+		f.stats.Delayed++
+	}
+	if copies == 2 {
+		f.stats.Duplicated++
 	}
 	for c := range copies {
-		d := l.Delay
-		if l.Jitter > 0 {
-			d += time.Duration(f.rng.Int64N(int64(l.Jitter) + 1))
-		}
-		if l.Reorder > 0 && f.rng.Float64() < l.Reorder {
-			rd := l.ReorderDelay
-			if rd == 0 {
-				rd = 10 * time.Millisecond
-			}
-			d += time.Duration(f.rng.Int64N(int64(rd) + 1))
-		}
-		f.heap.push(packet{at: f.Now.Add(d), seq: f.seq, from: i, to: j, dup: c == 1, mad: *m})
+		p.seq, p.dup = f.seq, c == 1
 		f.seq++
+		f.heap.push(*p)
 	}
 }
 
-// deliverDue delivers every MAD due now; it reports whether it delivered
-// anything.
-func (f *Fabric) deliverDue() bool {
-	did := false
-	for {
-		var p *packet
-		if f.fifoAt < len(f.fifo) {
-			p = &f.fifo[f.fifoAt]
-			f.fifoAt++
-		} else if len(f.heap) > 0 && !f.heap[0].at.After(f.Now) {
-			f.scratch = f.heap.pop()
-			p = &f.scratch
-		} else {
-			break
-		}
-		did = true
-		f.deliver(p)
-		f.Flush()
+func attrOf(m []byte) mad.AttributeID {
+	h, err := mad.ParseHeader(m)
+	if err != nil {
+		return 0
 	}
-	f.fifo = f.fifo[:0]
-	f.fifoAt = 0
-	return did
+	return h.AttributeID()
+}
+
+// deliverOne delivers the oldest MAD due now, if any, and flushes.
+func (f *Fabric) deliverOne() bool {
+	switch {
+	case f.fifoAt < len(f.fifo):
+		f.scratch = f.fifo[f.fifoAt]
+		if f.fifoAt++; f.fifoAt == len(f.fifo) {
+			f.fifo, f.fifoAt = f.fifo[:0], 0
+		}
+	case len(f.heap) > 0 && !f.heap[0].at.After(f.Now):
+		f.scratch = f.heap.pop()
+	default:
+		return false
+	}
+	f.deliver(&f.scratch)
+	f.Flush()
+	return true
 }
 
 func (f *Fabric) deliver(p *packet) {
 	from, to := f.Nodes[p.from], f.Nodes[p.to]
-	fate := Deliver
+	var a Action
 	if f.Filter != nil {
-		fate = f.Filter(from, to, p.mad[:])
+		a = f.Filter(from, to, p.mad[:])
 	}
-	if to.Crashed || fate == Drop {
-		f.Dropped++
-		if f.Trace != nil {
-			f.tracef("%s>%s %s DROPPED", from.Name, to.Name, mad.Describe(p.mad[:]))
-		}
+	switch {
+	case to.Crashed || f.down[[2]int{p.from, p.to}]:
+		f.stats.Lost++
+		f.report(p, Lost)
+		return
+	case a == Drop:
+		f.stats.Dropped++
+		f.report(p, Dropped)
 		return
 	}
 	n := 1
-	if fate == Duplicate {
+	if a == Duplicate {
 		n = 2
-		f.Duplicated++
+		f.stats.Duplicated++
 	}
 	for k := range n {
-		if f.Trace != nil {
-			extra := ""
-			if k == 1 || p.dup {
-				extra = " (duplicate)"
-			}
-			f.tracef("%s>%s %s%s", from.Name, to.Name, mad.Describe(p.mad[:]), extra)
-		}
-		f.Delivered++
+		f.stats.Delivered++
+		dup := p.dup
+		p.dup = p.dup || k == 1
+		f.report(p, Delivered)
+		p.dup = dup
 		to.Engine.Receive(f.Now, engine.Addr{Port: 1, GID: from.GID, QPN: 1, HopLimit: 64}, p.mad[:])
 		if k == 0 && n == 2 {
 			f.Flush()
@@ -596,18 +584,43 @@ func (f *Fabric) deliver(p *packet) {
 	}
 }
 
-// Stabilize delivers MADs and handles events until nothing is due at the
-// current time. The clock does not move.
+// Stabilize delivers every MAD due now, and every MAD the deliveries cause
+// that is due now, without moving the clock.
 func (f *Fabric) Stabilize() {
 	f.Flush()
-	for f.deliverDue() {
+	for f.deliverOne() {
 	}
 }
 
-// next returns the earliest pending packet or timer, or zero.
+// Step does the next thing the simulation would do and reports whether
+// there was anything to do: it delivers the oldest MAD due now; if none is
+// due, it moves the clock to the next arrival or engine deadline and fires
+// the timers due then, or, if no timer is due, delivers the MAD that
+// arrives then.
+func (f *Fabric) Step() bool {
+	f.Flush()
+	if f.deliverOne() {
+		return true
+	}
+	t := f.next()
+	if t.IsZero() {
+		return false
+	}
+	if t.After(f.Now) {
+		f.Now = t
+	}
+	if !f.tick() {
+		f.deliverOne()
+	}
+	return true
+}
+
+// next returns the earliest pending MAD or live engine deadline, or zero.
 func (f *Fabric) next() time.Time {
 	var t time.Time
-	if len(f.heap) > 0 {
+	if f.fifoAt < len(f.fifo) {
+		t = f.Now
+	} else if len(f.heap) > 0 {
 		t = f.heap[0].at
 	}
 	for _, n := range f.Nodes {
@@ -621,79 +634,74 @@ func (f *Fabric) next() time.Time {
 	return t
 }
 
+// tick fires the timers due now; it reports whether any engine had one.
+func (f *Fabric) tick() bool {
+	fired := false
+	for _, n := range f.Nodes {
+		if n.Crashed {
+			continue
+		}
+		if d := n.Engine.Deadline(); !d.IsZero() && !d.After(f.Now) {
+			n.Engine.Tick(f.Now)
+			fired = true
+		}
+	}
+	f.Flush()
+	return fired
+}
+
 // Advance runs the fabric for d of virtual time, firing timers and
-// delivering MADs at their times.
+// delivering MADs at their times; the clock ends at Now+d.
 func (f *Fabric) Advance(d time.Duration) {
-	f.runUntil(f.Now.Add(d), -1)
-	f.Stabilize()
+	if _, idle := f.run(f.Now.Add(d), maxSteps, nil); !idle {
+		f.Errors = append(f.Errors, errors.New("advance: no progress"))
+	}
 }
 
 // Run runs until no MAD is in flight and no timer is armed, or for at most
-// maxSteps time steps; it reports whether the fabric went idle.
-func (f *Fabric) Run(maxSteps int) bool {
-	return f.runUntil(time.Time{}, maxSteps)
+// steps moves of the clock; it reports whether the fabric went idle.
+func (f *Fabric) Run(steps int) bool {
+	_, idle := f.run(time.Time{}, steps, nil)
+	return idle
 }
 
-// RunWhile runs like Run but stops as soon as stop returns true after a
-// step; it reports whether the fabric went idle.
-func (f *Fabric) RunWhile(stop func() bool, maxSteps int) (idle bool) {
-	return f.run(time.Time{}, maxSteps, stop)
+// RunUntil runs like Run but stops as soon as cond holds, checked each
+// time everything due at the current time has been delivered; it reports
+// whether cond held, or, for a nil cond, whether the fabric went idle.
+func (f *Fabric) RunUntil(cond func() bool, steps int) bool {
+	met, idle := f.run(time.Time{}, steps, cond)
+	return met || cond == nil && idle
 }
 
-func (f *Fabric) runUntil(end time.Time, maxSteps int) bool {
-	return f.run(end, maxSteps, nil)
-}
-
-func (f *Fabric) run(end time.Time, maxSteps int, stop func() bool) bool {
-	for steps := 0; maxSteps < 0 || steps < maxSteps; steps++ {
+// run runs until cond holds, the fabric is idle, or the clock would pass
+// end (a zero end: no limit); on end the clock is set to it.
+func (f *Fabric) run(end time.Time, steps int, cond func() bool) (met, idle bool) {
+	for range steps {
 		f.Stabilize()
-		if stop != nil && stop() {
-			return false
+		if cond != nil && cond() {
+			return true, false
 		}
 		t := f.next()
-		if t.IsZero() {
+		if t.IsZero() || !end.IsZero() && t.After(end) {
 			if !end.IsZero() {
 				f.Now = end
+				f.Stabilize()
 			}
-			return true
-		}
-		if !end.IsZero() && t.After(end) {
-			f.Now = end
-			return true
+			return false, true
 		}
 		if t.After(f.Now) {
 			f.Now = t
 		}
-		for _, n := range f.Nodes {
-			if !n.Crashed {
-				n.Engine.Tick(f.Now)
-			}
-		}
+		f.tick()
 	}
-	return false
+	return false, false
 }
 
 // InFlight returns how many MADs are in the network.
 func (f *Fabric) InFlight() int { return len(f.heap) + len(f.fifo) - f.fifoAt }
 
 // Err joins the collected errors, or returns nil.
-func (f *Fabric) Err() error {
-	if len(f.Errors) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	for i, e := range f.Errors {
-		if i == 8 {
-			fmt.Fprintf(&b, "\n... and %d more", len(f.Errors)-8)
-			break
-		}
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(e.Error())
-	}
-	return fmt.Errorf("%s", b.String())
-}
+func (f *Fabric) Err() error { return errors.Join(f.Errors...) }
 
 // packetHeap orders packets by time, then by send order.
 type packetHeap []packet

@@ -123,11 +123,10 @@ func newStateWatch(f *Fabric, opts sweepOpts, res *scenarioResult) *stateWatch {
 		w.used = append(w.used, map[engine.ID]bool{})
 	}
 	if opts.reuseIDs {
-		f.Source = func(n *Node) engine.Source {
-			return &smallIDSource{rng: rand.New(rand.NewPCG(n.seed, uint64(n.idEpoch)))}
+		f.Configure = func(n *Node, c *engine.Config) {
+			c.Source = &smallIDSource{rng: rand.New(rand.NewPCG(n.seed, uint64(n.idEpoch)))}
 		}
 	}
-	f.RecordStates = true
 	f.OnState = w.onState
 	for _, n := range f.Nodes { // boot again with the source and records
 		f.boot(n)

@@ -249,11 +249,6 @@ func attrSet(v string) (map[mad.AttributeID]bool, error) {
 	return m, nil
 }
 
-func attrOf(m []byte) mad.AttributeID {
-	h, _ := mad.ParseHeader(m)
-	return h.AttributeID()
-}
-
 func (s *Script) onEvent(n *Node, ev *engine.Event) {
 	s.last[n.Index] = ev.ID
 	if ev.Type == engine.EventConnectRequest || ev.Type == engine.EventSIDRRequest {
@@ -345,7 +340,7 @@ func (s *Script) cmdPolicy(_ string, pos []string, _ map[string]string) error {
 		case "auto-establish":
 			p.AutoEstablish = true
 		case "auto-drep":
-			p.AutoDREP = true
+			p.AutoDisconnect = true
 		case "auto-destroy":
 			p.AutoDestroy = true
 		case "manage-qp":
@@ -411,7 +406,6 @@ func (s *Script) cmdConnect(cmd string, pos []string, args map[string]string) er
 	p := n.ConnectParams(s.F.Nodes[j], uint16(port))
 	if args["manage-qp"] == "true" {
 		p.ManageQP = true
-		n.QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
 	}
 	if v, ok := args["ece"]; ok {
 		if p.ECE, err = parseECE(v); err != nil {
@@ -472,11 +466,8 @@ func (s *Script) traceErr(err error) {
 }
 
 func (s *Script) opAccept(i int, id engine.ID, args map[string]string) error {
-	p := engine.AcceptParams{QPN: s.F.Nodes[i].NewQP(qp.RC), ResponderResources: 1, InitiatorDepth: 1,
-		RNRRetryCount: 7, PrivateData: []byte(args["pd"]), ManageQP: args["manage-qp"] == "true"}
-	if p.ManageQP {
-		s.F.Nodes[i].QPs[p.QPN] = &FakeQP{QPN: p.QPN, Type: qp.RC}
-	}
+	p := s.F.Nodes[i].AcceptParams(1, 1)
+	p.PrivateData, p.ManageQP = []byte(args["pd"]), args["manage-qp"] == "true"
 	if v, ok := args["ece"]; ok {
 		var err error
 		if p.ECE, err = parseECE(v); err != nil {
@@ -629,8 +620,11 @@ func (s *Script) cmdPartition(cmd string, pos []string, _ map[string]string) err
 	if err != nil {
 		return err
 	}
-	s.F.Link(i, j).Down = cmd == "partition"
-	s.F.Link(j, i).Down = cmd == "partition"
+	if cmd == "partition" {
+		s.F.Partition(i, j)
+	} else {
+		s.F.Heal(i, j)
+	}
 	return nil
 }
 
@@ -680,7 +674,7 @@ func (s *Script) report(node int, id engine.ID, err error) error {
 // withRecord runs fn remembering the last MAD of each type delivered.
 func (s *Script) withRecord(fn func()) {
 	prev := s.F.Filter
-	s.F.Filter = func(from, to *Node, m []byte) Fate {
+	s.F.Filter = func(from, to *Node, m []byte) Action {
 		var p packet
 		p.from, p.to = from.Index, to.Index
 		copy(p.mad[:], m)
@@ -702,7 +696,7 @@ func (s *Script) deliverOnce(drop, dup map[mad.AttributeID]bool) {
 	f.fifo, f.fifoAt = f.fifo[:0], 0
 	s.withRecord(func() {
 		prev := f.Filter
-		f.Filter = func(from, to *Node, m []byte) Fate {
+		f.Filter = func(from, to *Node, m []byte) Action {
 			prev(from, to, m)
 			a := attrOf(m)
 			switch {

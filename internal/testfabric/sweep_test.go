@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/mad"
-	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
@@ -141,15 +140,11 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 			f.boot(n)
 		}
 	}
-	f.Default = Faults{
-		Loss:    rng.Float64() * 0.3,
-		Dup:     rng.Float64() * 0.2,
-		Reorder: rng.Float64() * 0.3,
-		Delay:   time.Duration(rng.IntN(2000)) * time.Microsecond,
-		Jitter:  time.Duration(rng.IntN(5000)) * time.Microsecond,
-	}
-	if rng.IntN(4) == 0 { // a clean network now and then
-		f.Default = Faults{}
+	loss, dup, reorder := rng.Float64()*0.3, rng.Float64()*0.2, rng.Float64()*0.3
+	delay := time.Duration(rng.IntN(2000)) * time.Microsecond
+	jitter := time.Duration(rng.IntN(5000)) * time.Microsecond
+	if rng.IntN(4) != 0 { // a clean network now and then
+		addLinkFaults(f, loss, dup, reorder, delay, jitter)
 	}
 	var reuse *stateWatch
 	if opts != (sweepOpts{}) {
@@ -251,7 +246,7 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 					soft(n, "reject", e.Reject(f.Now, id, reason, nil, nil))
 					return
 				}
-				soft(n, "accept", e.Accept(f.Now, id, engine.AcceptParams{QPN: n.NewQP(qp.RC), ResponderResources: 1,
+				soft(n, "accept", e.Accept(f.Now, id, engine.AcceptParams{QPN: n.NewQP(), ResponderResources: 1,
 					InitiatorDepth: 1, RNRRetryCount: 7, ECE: ece}))
 			}
 			if p.acceptDelay > 0 {
@@ -311,7 +306,7 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 		n.OnEvent = onEvent
 	}
 	// Count MRAs and stale REJs on the wire.
-	f.Filter = func(from, to *Node, m []byte) Fate {
+	f.Filter = func(from, to *Node, m []byte) Action {
 		v, err := mad.Parse(m)
 		if err != nil {
 			f.Errors = append(f.Errors, fmt.Errorf("malformed MAD on the wire: %w", err))
@@ -390,10 +385,8 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 		i, j := rng.IntN(nodes), 0
 		j = (i + 1) % nodes
 		at(time.Duration(rng.IntN(100))*time.Millisecond, func() {
-			f.Link(i, j).Down, f.Link(j, i).Down = true, true
-			at(time.Duration(rng.IntN(120000))*time.Millisecond, func() {
-				f.Link(i, j).Down, f.Link(j, i).Down = false, false
-			})
+			f.Partition(i, j)
+			at(time.Duration(rng.IntN(120000))*time.Millisecond, func() { f.Heal(i, j) })
 		})
 	}
 
@@ -403,10 +396,11 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 			return res, fmt.Errorf("too many actions")
 		}
 		if len(actions) == 0 {
-			if f.RunWhile(func() bool { return len(actions) > 0 }, 1<<20) {
+			met, idle := f.run(time.Time{}, 1<<20, func() bool { return len(actions) > 0 })
+			if idle {
 				break
 			}
-			if len(actions) == 0 {
+			if !met {
 				return res, fmt.Errorf("fabric not idle")
 			}
 		}
@@ -488,8 +482,25 @@ func runScenarioWith(seed uint64, opts sweepOpts, trace func(string)) (res scena
 			}
 		}
 	}
-	res.Delivered, res.Lost = f.Delivered, f.Dropped
+	st := f.Stats()
+	res.Delivered, res.Lost = st.Delivered, st.Dropped+st.Lost
 	return res, nil
+}
+
+// addLinkFaults makes every link lose, duplicate and reorder MADs with the
+// given probabilities, and delay each by delay plus up to jitter.
+func addLinkFaults(f *Fabric, loss, dup, reorder float64, delay, jitter time.Duration) {
+	add := func(on bool, ft Fault) {
+		if on {
+			ft.From, ft.To = Any, Any
+			f.AddFault(ft)
+		}
+	}
+	add(loss > 0, Fault{Action: Drop, Rate: loss})
+	add(dup > 0, Fault{Action: Duplicate, Rate: dup})
+	add(delay > 0, Fault{Action: Delay, Delay: delay})
+	add(jitter > 0, Fault{Action: Reorder, Delay: jitter}) // every MAD: the jitter
+	add(reorder > 0, Fault{Action: Reorder, Rate: reorder})
 }
 
 func scheduleDisconnect(f *Fabric, rng *rand.Rand, n *Node, id engine.ID, r *connRec,
