@@ -105,7 +105,7 @@ type Fabric struct {
 	// OnMessage, when set, sees the fate of every MAD.
 	OnMessage func(Message)
 	// Filter, when set, decides at delivery whether a MAD is delivered
-	// (0), dropped (Drop) or delivered twice (Duplicate).
+	// (Deliver), dropped (Drop) or delivered twice (Duplicate).
 	Filter func(from, to *Node, m []byte) Action
 	// NameID, when set, sees every ID a node reports, before Trace does.
 	NameID func(node int, id engine.ID)
