@@ -31,9 +31,11 @@ type EndpointOptions struct {
 	// bytes go inline. 0: none.
 	MaxInline int
 
-	// RetryCount and RNRRetryCount are the QP's transport and RNR retry
-	// counts, 0..7 (0: 7, librdmacm's default; negative: 0). RNR 7 means
-	// retry forever.
+	// RetryCount and RNRRetryCount are the transport and RNR retry counts,
+	// 0..7 (0: 7, librdmacm's default; negative: 0). RNR 7 means retry
+	// forever. They travel in the REQ or REP, as librdmacm's: RNRRetryCount
+	// is how often the peer's QP resends a message this side had no
+	// receive posted for.
 	RetryCount, RNRRetryCount int
 	// ResponderResources and InitiatorDepth are the RDMA READs (and
 	// atomics) the QP serves and issues at once, 1..254 (0: the device's

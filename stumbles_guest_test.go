@@ -15,8 +15,9 @@ import (
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 )
 
-// TestRecvBeforeAcceptInGuest: a client with RNR retry count 0 sends as
-// soon as Dial returns. With RecvSlots the server's receive is posted
+// TestRecvBeforeAcceptInGuest: a client with RNR retry count 0 (set by the
+// server's REP, whose RNR retry count is the active side's) sends as soon
+// as Dial returns. With RecvSlots the server's receive is posted
 // before the REP leaves, so the message is received; without (the
 // control) the send fails with RNR retries exceeded, which shows the
 // first half tests what it claims.
@@ -26,7 +27,7 @@ func TestRecvBeforeAcceptInGuest(t *testing.T) {
 	defer cancel()
 	backend := guestBackend()
 	for _, slots := range []int{1, 0} {
-		l, err := rdmacm.Listen(exampleHost+":7406", &rdmacm.EndpointOptions{Backend: backend, RecvSlots: slots, RecvSlotSize: 64})
+		l, err := rdmacm.Listen(exampleHost+":7406", &rdmacm.EndpointOptions{Backend: backend, RecvSlots: slots, RecvSlotSize: 64, RNRRetryCount: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +44,11 @@ func TestRecvBeforeAcceptInGuest(t *testing.T) {
 			}
 			defer ep.Close()
 			if slots == 0 {
-				<-ep.Done() // the control posts nothing
-				served <- result{}
+				select { // the control posts nothing
+				case <-ep.Done():
+				case <-ctx.Done():
+				}
+				served <- result{err: ep.Err()}
 				return
 			}
 			wc, err := ep.WaitRecv(ctx)
@@ -54,7 +58,7 @@ func TestRecvBeforeAcceptInGuest(t *testing.T) {
 			}
 			served <- result{msg: string(ep.RecvMR().Bytes()[wc.ID : wc.ID+uint64(wc.ByteLen)])}
 		}()
-		ep, err := rdmacm.Dial(ctx, exampleHost+":7406", &rdmacm.EndpointOptions{Backend: backend, RNRRetryCount: -1})
+		ep, err := rdmacm.Dial(ctx, exampleHost+":7406", &rdmacm.EndpointOptions{Backend: backend})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,11 +73,14 @@ func TestRecvBeforeAcceptInGuest(t *testing.T) {
 		_, sendErr := ep.WaitSend(ctx)
 		ep.Close()
 		buf.Close()
+		t0 := time.Now()
 		r := <-served
+		t.Logf("slots %d: send %v; server %q %v after %v", slots, sendErr, r.msg, r.err, time.Since(t0))
 		l.Close()
+		var we *rdmacm.WCError
 		if slots == 0 {
-			if !errors.Is(sendErr, rdmacm.ErrTimeout) {
-				t.Fatalf("control without RecvSlots: send %v, want RNR retries exceeded (ErrTimeout)", sendErr)
+			if !errors.As(sendErr, &we) || we.Status != rdmacm.WCRNRRetryExcErr {
+				t.Fatalf("control without RecvSlots: send %v, want RNR retries exceeded", sendErr)
 			}
 			continue
 		}
