@@ -79,7 +79,7 @@ func dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint
 		if err == nil {
 			return ep, nil
 		}
-		errs = append(errs, err)
+		errs = append(errs, wrapErr("dial "+a.String(), err))
 		if ctx.Err() != nil {
 			break
 		}
@@ -220,7 +220,7 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 		case e.typ == cm.EventTimewaitExit, e.typ == cm.EventAddrChange:
 			continue
 		case e.err != nil:
-			return e, fmt.Errorf("rdmacm: %v: %w", e.typ, e.err)
+			return e, wrapErr(e.typ.String(), e.err)
 		case e.typ == cm.EventEstablished && want == cm.EventConnectResponse:
 			continue
 		default:
@@ -480,7 +480,7 @@ func (ep *Endpoint) start() {
 				ep.id.Disconnect(context.Background())
 				ep.dreqOnce.Do(func() { close(ep.dreq) })
 			case cm.EventDeviceRemoval, cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
-				ep.end(fmt.Errorf("rdmacm: %v: %w", t, evErr))
+				ep.end(wrapErr(t.String(), evErr))
 			}
 		}
 	}()

@@ -94,7 +94,7 @@ func (l *Listener) Accept(ctx context.Context) (*Endpoint, error) {
 	if err := ep.accept(ctx); err != nil {
 		id.Reject(nil)
 		ep.fail()
-		return nil, err
+		return nil, wrapErr("accept", err)
 	}
 	return ep, nil
 }

@@ -153,6 +153,11 @@ func TestECEOnRxeInGuest(t *testing.T) {
 	if !errors.Is(err, rdmacm.ErrNotSupported) || !strings.Contains(err.Error(), "applies no ECE") {
 		t.Fatalf("Dial asking for ECE on rxe: %v, want ErrNotSupported", err)
 	}
+	// One prefix, and the address dialed.
+	if msg := err.Error(); strings.Count(msg, "rdmacm: ") != 1 || strings.Contains(msg, ": cm: ") || strings.Contains(msg, "uverbs: ") ||
+		!strings.HasPrefix(msg, "rdmacm: dial "+exampleHost+":7408: ") {
+		t.Fatalf("Dial's error %q: want one prefix and the address", msg)
+	}
 	// The client's QP offers ECE (sent as given); the server's own QP
 	// applies none and declines.
 	var c callerQP
