@@ -85,7 +85,7 @@ type EndpointOptions struct {
 	// SendCQ and RecvCQ, when set, are shared CQs (NewCQ) the endpoint's
 	// send or receive queue completes on, in place of its own; its
 	// completions of that queue then come from the CQ's Next, named by
-	// WC.QPNum (the endpoint's QP().Num()). A CQ may serve both queues
+	// WC.QPNum (the endpoint's QPNum()). A CQ may serve both queues
 	// and any number of endpoints on one device. Listen's options give
 	// them to every accepted endpoint.
 	SendCQ, RecvCQ *CQ
