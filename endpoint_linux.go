@@ -598,7 +598,9 @@ func (ep *Endpoint) PrivateData() []byte { return ep.peerData }
 
 // LocalECE is the ECE this side sent in its REQ or REP; RemoteECE the one
 // the peer's carried (zero for none). With the endpoint's own QP, LocalECE
-// is what the device applies: zero on a device without ECE.
+// is a value the device was given (ibv_set_ece) or reported
+// (ibv_query_ece), never one it cannot apply: zero on a device without
+// ECE.
 func (ep *Endpoint) LocalECE() ece.ECE  { return ep.local }
 func (ep *Endpoint) RemoteECE() ece.ECE { return ep.remote }
 

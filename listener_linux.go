@@ -2,6 +2,7 @@ package rdmacm
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"sync"
 
@@ -53,6 +54,15 @@ func Listen(address string, opts *EndpointOptions) (*Listener, error) {
 	if err := id.Listen(0); err != nil {
 		l.Close()
 		return nil, err
+	}
+	// ECE asked for with the endpoint's own QPs on a known device that
+	// applies none: every Accept would refuse it, so Listen does.
+	if a := id.LocalAddr().Addr(); cfg.ece != nil && cfg.setup == nil && a.IsValid() && !a.IsUnspecified() {
+		if x, _, err := id.Verbs(); err == nil && !x.HasECE() {
+			l.Close()
+			return nil, fmt.Errorf("rdmacm: listen %s: ECE %v asked for, but device %s (provider %s) applies no ECE: %w",
+				address, *cfg.ece, x.Name(), x.Provider(), ErrNotSupported)
+		}
 	}
 	return l, nil
 }

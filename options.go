@@ -67,8 +67,9 @@ type EndpointOptions struct {
 	// what Dial offers in the REQ, and the local value the Accept side
 	// answers with. With the endpoint's own QP it is given to the QP
 	// (ibv_set_ece) and Dial or Accept fails with ErrNotSupported on a
-	// device whose provider has no ECE (rxe): a value the device does not
-	// apply is never sent. With the caller's QP (ConnSetup.QP) it is sent
+	// device whose provider has no ECE (rxe; Listen on such a device, with
+	// no Setup, fails at once): a value the device does not apply is never
+	// sent. With the caller's QP (ConnSetup.QP) it is sent
 	// as given, as librdmacm does; what the QP applied is its QueryECE.
 	// nil: the QP's own ECE where its provider has one (mlx5), else none.
 	ECE *ece.ECE
