@@ -5,7 +5,7 @@ import "strings"
 // The package prefixes of this module's errors; an error that crosses
 // into this package keeps its chain but not their text, so a message has
 // one prefix.
-var pkgPrefixes = []string{"rdmacm: ", "cm: ", "uverbs: ", "umad: ", "engine: ", "abi: ", "rdma: "}
+var pkgPrefixes = []string{"rdmacm: ", "cm: ", "uverbs: ", "umad: ", "engine: ", "abi: ", "rdma: ", "ece: "}
 
 // stripPrefixes removes the package prefixes at the start of msg and after
 // each ": ".

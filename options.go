@@ -146,7 +146,7 @@ func (o *EndpointOptions) config() (config, error) {
 	}
 	if c.ece != nil {
 		if err := c.ece.Validate(); err != nil {
-			return config{}, fmt.Errorf("rdmacm: ECE: %w", err)
+			return config{}, wrapErr("EndpointOptions.ECE", err)
 		}
 	}
 	var err error
