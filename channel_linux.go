@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // One cm.Channel per backend and process, shared by every endpoint and
@@ -16,7 +17,7 @@ import (
 // goroutine reads the channel and routes each event to its ID's mailbox.
 
 type channel struct {
-	key  Backend
+	key  rdma.Backend
 	ch   *cm.Channel
 	refs int // under channelsMu
 	dead chan struct{}
@@ -27,17 +28,17 @@ type channel struct {
 
 var (
 	channelsMu sync.Mutex
-	channels   = map[Backend]*channel{}
+	channels   = map[rdma.Backend]*channel{}
 )
 
-func acquireChannel(b Backend) (*channel, error) {
+func acquireChannel(b rdma.Backend) (*channel, error) {
 	channelsMu.Lock()
 	defer channelsMu.Unlock()
 	if c := channels[b]; c != nil {
 		c.refs++
 		return c, nil
 	}
-	ch, err := cm.Open(&cm.Options{Backend: cm.Backend(b)})
+	ch, err := cm.Open(&cm.Options{Backend: b})
 	if err != nil {
 		return nil, err
 	}

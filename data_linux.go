@@ -50,9 +50,12 @@ func reg(pd *uverbs.PD, size int, access qp.Access) (*MR, error) {
 }
 
 // RegMsgs, RegRead and RegWrite on a Listener register memory on the
-// listener's device (it must listen on an address, not on every device),
-// before a connection exists: for example memory whose RemoteBuf goes in
-// the REP (AcceptData). Every endpoint of the device may use it.
+// listener's device before a connection exists: for example memory whose
+// RemoteBuf goes in the REP (EndpointOptions.PrivateData). Every endpoint
+// of the device may use it. A listener on every device (":7471") has no
+// device to register on: they fail with ErrNoDevice; listen on the
+// device's address instead, or register per connection in
+// EndpointOptions.Setup.
 func (l *Listener) RegMsgs(size int) (*MR, error) { return l.reg(size, qp.AccessLocalWrite) }
 
 // RegRead: see RegMsgs.
@@ -66,6 +69,10 @@ func (l *Listener) RegWrite(size int) (*MR, error) {
 }
 
 func (l *Listener) reg(size int, access qp.Access) (*MR, error) {
+	if a := l.id.LocalAddr().Addr(); !a.IsValid() || a.IsUnspecified() {
+		return nil, fmt.Errorf("rdmacm: listener %q is on every device and has no one device to register memory on; "+
+			"listen on the device's IP address, or register per connection in EndpointOptions.Setup (ep.RegWrite): %w", l.addr, ErrNoDevice)
+	}
 	_, pd, err := l.id.Verbs()
 	if err != nil {
 		return nil, err
@@ -101,8 +108,14 @@ func (m *MR) sge(off, n int) (uverbs.SGE, error) {
 }
 
 // PostRecv posts a receive into n bytes of m at off; the completion's ID
-// is off.
+// is off. m may be nil for a zero-length receive (immediate data only).
 func (ep *Endpoint) PostRecv(m *MR, off, n int) error {
+	if m == nil && off == 0 && n == 0 {
+		return ep.qp.PostRecv([]uverbs.RecvWR{{}})
+	}
+	if m == nil {
+		return fmt.Errorf("rdmacm: a receive of %d bytes without memory: %w", n, ErrInvalidArgument)
+	}
 	sge, err := m.sge(off, n)
 	if err != nil {
 		return err
@@ -153,17 +166,28 @@ func (ep *Endpoint) post(m *MR, off, n int, op uverbs.Opcode, imm uint32, r Remo
 }
 
 // WaitSend waits for the next send-queue completion (sends, writes,
-// reads). With EndpointOptions.SendCQ the completions go to that CQ and
-// WaitSend fails with ErrInvalidArgument (WaitRecv likewise with RecvCQ). After the connection is gone it returns an error matching
-// ErrDisconnected once the queue is empty. A failed completion is
-// returned with its WC.Err.
+// reads). Its error is non-nil exactly when the completion failed, and is
+// then the WC's Err (a *WCError; errors.Is matches both ways), or when no
+// completion came: ctx ended, Close (ErrClosed), or the connection is
+// gone. With EndpointOptions.SendCQ, or the caller's QP, the completions
+// go elsewhere and WaitSend fails with ErrInvalidArgument (WaitRecv
+// likewise with RecvCQ).
+//
+// At the end of the connection (the peer's disconnect, Disconnect, a
+// fatal CM event) the QP moves to ERR, which flushes the work requests
+// still posted. A wait returns the completions that came before, in
+// order; the flushed ones are not returned one by one: once only they
+// remain, WaitSend returns an error matching ErrDisconnected and WaitRecv
+// returns io.EOF (see WaitRecv), and so do all later calls.
 func (ep *Endpoint) WaitSend(ctx context.Context) (WC, error) {
 	return ep.wait(ctx, sendQ)
 }
 
-// WaitRecv waits for the next receive completion. When the peer has
-// disconnected it returns io.EOF once the completions that arrived before
-// are consumed (flushed receives included).
+// WaitRecv waits for the next receive completion; see WaitSend. After
+// the peer's disconnect or Disconnect it returns the messages that arrived
+// before, then io.EOF (bare, as io.Reader's, so err == io.EOF holds);
+// after a fatal CM event (Err says which), that error; after Close,
+// ErrClosed.
 func (ep *Endpoint) WaitRecv(ctx context.Context) (WC, error) {
 	return ep.wait(ctx, recvQ)
 }
@@ -177,19 +201,27 @@ func (ep *Endpoint) wait(ctx context.Context, k int) (WC, error) {
 	if ep.p.cqs[k] == nil {
 		return WC{}, fmt.Errorf("rdmacm: the endpoint's completions of this queue go to a shared CQ (CQ.Next) or the caller's QP's CQ: %w", ErrInvalidArgument)
 	}
-	wc, err := ep.p.next(ctx, ep.gone, k)
-	if errors.As(err, new(goneError)) || (err == nil && wc.Status == uverbs.WCWRFlushErr && ep.gone.Err() != nil) {
-		cause := context.Cause(ep.gone)
-		if errors.Is(cause, ErrClosed) {
-			return WC{wc}, cause
+	for {
+		w, err := ep.p.next(ctx, ep.gone, k)
+		if err == nil && w.Status == uverbs.WCWRFlushErr && ep.gone.Err() != nil {
+			continue // flushed by the end of the connection: not returned
 		}
-		if k == recvQ {
-			return WC{wc}, io.EOF
+		if errors.As(err, new(goneError)) {
+			cause := context.Cause(ep.gone)
+			switch {
+			case errors.Is(cause, ErrClosed):
+				return WC{}, cause
+			case k == recvQ && cause == io.EOF:
+				return WC{}, io.EOF
+			case cause == io.EOF:
+				return WC{}, fmt.Errorf("rdmacm: the connection is gone: %w", ErrDisconnected)
+			}
+			return WC{}, cause // a fatal CM event, which names itself
 		}
-		return WC{wc}, fmt.Errorf("rdmacm: %w", ErrDisconnected)
+		if err != nil {
+			return WC{}, err
+		}
+		wc := wcOf(w)
+		return wc, wc.Err()
 	}
-	if err != nil {
-		return WC{}, err
-	}
-	return WC{wc}, WC{wc}.Err()
 }

@@ -3,6 +3,11 @@
 // the route and connects; Listen and Listener.Accept serve; an Endpoint
 // posts sends, receives, RDMA WRITEs and READs on library-allocated,
 // registered memory and waits for their completions with a context.
+// Everything else about a connection is a field of EndpointOptions:
+// private data, receives posted before the REQ or REP leaves (RecvSlots),
+// shared CQs, ECE, and a per-connection Setup hook that sees the peer's
+// private data and may answer with its own, register memory, or give the
+// caller's QP.
 //
 //	ep, err := rdmacm.Dial(ctx, "server:7471", nil)
 //	...
@@ -13,8 +18,10 @@
 //
 // It is built on packages cm (the rdma_cm-style API, on the kernel CM or
 // this module's own CM engine) and uverbs (verbs without libibverbs); use
-// those for what this layer leaves out. Endpoint.QP and Endpoint.ID give
-// access to the layers below.
+// those for what this layer leaves out. Endpoint.QP, Endpoint.PD,
+// Endpoint.ID and ConnSetup.QP give access to the layers below; they are
+// the escape hatches, and their types are as experimental as uverbs and
+// cm (docs/api.md).
 //
 // # Defaults
 //
@@ -42,16 +49,22 @@
 // slot. WaitSend and WaitRecv poll the endpoint's send or receive CQ,
 // arm it, poll again, then sleep on the endpoint's completion channel (one
 // channel serves both CQs; its fd is in the Go netpoller), after an
-// optional spin budget (EndpointOptions.Spin). A failed completion's
-// WC.Err is a *WCError that matches ErrCompletion and a sentinel
-// (ErrTimeout for retries exceeded, ErrPermission for access errors,
-// ErrDisconnected for flushed work requests, ...).
+// optional spin budget (EndpointOptions.Spin). Their error is non-nil
+// exactly when the completion failed, and is then the WC's Err: a
+// *WCError that matches ErrCompletion, the WC's Err (both ways) and a
+// sentinel (ErrTimeout for retries exceeded, ErrPermission for access
+// errors, ErrDisconnected for flushed work requests, ...); or when no
+// completion came (ctx, Close, the end of the connection). One check,
+// err != nil, covers both.
 //
 // # Disconnect
 //
-// When the peer disconnects, Done is closed, the QP moves to ERR, and
-// pending and later WaitRecv calls return io.EOF once the completions that
-// arrived before are consumed. Close disconnects (without waiting), moves
+// When the peer disconnects (or Disconnect is called), Done is closed and
+// the QP moves to ERR, which flushes the work requests still posted. The
+// waits return the completions that came before, in order; the flushed
+// ones are not returned: once only they remain, WaitRecv returns io.EOF
+// and WaitSend an error matching ErrDisconnected, and so does every later
+// call. Close disconnects (without waiting), moves
 // the QP to ERR and destroys the QP, the CQs, the completion channel and
 // the CM ID, in that order; it interrupts every blocked call. Every
 // blocking call takes a context.

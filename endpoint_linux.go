@@ -33,12 +33,13 @@ type Endpoint struct {
 	// sharedS and sharedR are the shared CQs (EndpointOptions.SendCQ,
 	// RecvCQ) the endpoint is bound to; scq/rcq are then theirs.
 	sharedS, sharedR *CQ
-	// newQP makes the caller's QP (DialQP, AcceptQP); extQP says ep.qp
-	// is the caller's: never destroyed, moved to ERR only with
+	// setup is what EndpointOptions.Setup returned; extQP says ep.qp is
+	// its QP, the caller's: never destroyed, moved to ERR only with
 	// EndpointOptions.ErrorQPOnClose.
-	newQP    NewQPDataFunc
-	extQP    bool
-	initHook func() error // QPSetup.AtInit
+	setup ConnSetup
+	extQP bool
+	// recvMR holds the RecvSlots receives (nil without them).
+	recvMR *MR
 
 	local, remote ece.ECE
 	peerData      []byte
@@ -57,33 +58,13 @@ type Endpoint struct {
 // Dial connects to address ("host:port"; host is a name, an IPv4 or an
 // IPv6 address, resolved with net.DefaultResolver) and returns the
 // established endpoint. It tries the host's addresses in turn, as
-// net.Dial does. opts may be nil.
+// net.Dial does; ctx bounds the resolutions and the connection exchange.
+// opts may be nil; its Setup, if any, runs for each address tried.
 func Dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint, error) {
-	return dial(ctx, address, opts, nil)
+	return dial(ctx, address, opts)
 }
 
-// NewQPFunc makes the caller's QP for an endpoint (DialQP, AcceptQP) once
-// the device is known: pd is the device's protection domain, the one the
-// endpoint's RegMsgs/RegRead/RegWrite use, and pd.Context() its verbs
-// context (for the QP's CQs). The QP must be an RC QP of pd, in RESET.
-type NewQPFunc func(pd *uverbs.PD) (*uverbs.QP, error)
-
-// DialQP is Dial with the caller's QP, which newQP makes, instead of one
-// the endpoint makes. The endpoint moves it through INIT, RTR and RTS
-// with the CM's attributes; its completions go to the caller's CQs, so
-// WaitSend and WaitRecv fail with ErrInvalidArgument (the Post methods
-// work). Close never destroys the QP; it moves it to ERR only with
-// EndpointOptions.ErrorQPOnClose. The options' SendCQ, RecvCQ and work
-// queue sizes do not apply. When DialQP fails after newQP made the QP,
-// the QP is still the caller's to close.
-func DialQP(ctx context.Context, address string, opts *EndpointOptions, newQP NewQPFunc) (*Endpoint, error) {
-	if newQP == nil {
-		return nil, fmt.Errorf("rdmacm: DialQP: nil NewQPFunc: %w", ErrInvalidArgument)
-	}
-	return dial(ctx, address, opts, newQP.withData())
-}
-
-func dial(ctx context.Context, address string, opts *EndpointOptions, newQP NewQPDataFunc) (*Endpoint, error) {
+func dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint, error) {
 	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
@@ -94,11 +75,11 @@ func dial(ctx context.Context, address string, opts *EndpointOptions, newQP NewQ
 	}
 	var errs []error
 	for _, a := range addrs {
-		ep, err := dialAddr(ctx, a, cfg, newQP)
+		ep, err := dialAddr(ctx, a, cfg)
 		if err == nil {
 			return ep, nil
 		}
-		errs = append(errs, err)
+		errs = append(errs, wrapErr("dial "+a.String(), err))
 		if ctx.Err() != nil {
 			break
 		}
@@ -134,7 +115,7 @@ func resolve(ctx context.Context, address string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPDataFunc) (_ *Endpoint, err error) {
+func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config) (_ *Endpoint, err error) {
 	c, err := acquireChannel(cfg.backend)
 	if err != nil {
 		return nil, err
@@ -145,10 +126,9 @@ func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPDa
 		return nil, err
 	}
 	ep := newEndpoint(c, id, cfg)
-	ep.newQP = newQP
 	defer func() {
 		if err != nil {
-			ep.Close()
+			ep.fail()
 		}
 	}()
 	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 0); err != nil {
@@ -167,19 +147,15 @@ func dialAddr(ctx context.Context, dst netip.AddrPort, cfg config, newQP NewQPDa
 		return nil, err
 	}
 	// rdma_set_local_ece(3): the local ECE before the REQ leaves.
-	ep.local = ep.queryECE()
-	if cfg.ece != nil {
-		ep.local = *cfg.ece
+	if ep.local, err = ep.offerECE(); err != nil {
+		return nil, err
 	}
 	if ep.local.VendorID != 0 {
 		if err := id.SetLocalECE(ep.local); err != nil {
 			return nil, err
 		}
 	}
-	if err := ep.modify(qp.Init); err != nil {
-		return nil, err
-	}
-	if err := ep.atInit(); err != nil {
+	if err := ep.toInit(); err != nil {
 		return nil, err
 	}
 	if err := id.Connect(ctx, ep.connParam()); err != nil {
@@ -244,7 +220,7 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 		case e.typ == cm.EventTimewaitExit, e.typ == cm.EventAddrChange:
 			continue
 		case e.err != nil:
-			return e, fmt.Errorf("rdmacm: %v: %w", e.typ, e.err)
+			return e, wrapErr(e.typ.String(), e.err)
 		case e.typ == cm.EventEstablished && want == cm.EventConnectResponse:
 			continue
 		default:
@@ -258,7 +234,11 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 // negative EndpointOptions field) becomes cm's sentinel for 0: a zero
 // cm.ConnParam field would mean librdmacm's default again.
 func (ep *Endpoint) connParam() *cm.ConnParam {
-	return ep.cfg.connParam(ep.qp.Num())
+	p := ep.cfg.connParam(ep.qp.Num())
+	if ep.setup.PrivateData != nil {
+		p.PrivateData = ep.setup.PrivateData
+	}
+	return p
 }
 
 func (c *config) connParam(qpn uint32) *cm.ConnParam {
@@ -278,17 +258,34 @@ func (c *config) connParam(qpn uint32) *cm.ConnParam {
 	}
 }
 
-// createQP makes the completion channel, the CQs and the RC QP on the ID's
-// device, in RESET. A queue with a shared CQ uses it; the completion
-// channel is made only for the endpoint's own CQs.
+// createQP runs the caller's Setup, then makes the completion channel, the
+// CQs and the RC QP on the ID's device, in RESET, unless Setup gave the
+// caller's QP. A queue with a shared CQ uses it; the completion channel is
+// made only for the endpoint's own CQs.
 func (ep *Endpoint) createQP() error {
 	x, pd, err := ep.id.Verbs()
 	if err != nil {
 		return err
 	}
 	ep.pd = pd
-	if ep.newQP != nil {
-		return ep.attachQP(x, pd)
+	if ep.cfg.setup != nil {
+		if ep.setup, err = ep.cfg.setup(ep); err != nil {
+			ep.setup = ConnSetup{} // a failed Setup cleans up after itself
+			return err
+		}
+	}
+	if err := ep.createQPOrAttach(x, pd); err != nil {
+		return err
+	}
+	if ep.cfg.recvSlotSize > 0 && ep.cfg.recvSlots > 0 {
+		ep.recvMR, err = reg(pd, ep.cfg.recvSlots*ep.cfg.recvSlotSize, qp.AccessLocalWrite)
+	}
+	return err
+}
+
+func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err error) {
+	if ep.setup.QP != nil {
+		return ep.attachQP(x, ep.setup.QP)
 	}
 	if s := ep.cfg.sendCQ; s != nil {
 		if ep.scq, err = s.bind(ep.c, x); err != nil {
@@ -326,20 +323,8 @@ func (ep *Endpoint) createQP() error {
 	return err
 }
 
-// attachQP takes the caller's QP from ep.newQP and checks it.
-func (ep *Endpoint) attachQP(x *uverbs.Context, pd *uverbs.PD) error {
-	setup, err := ep.newQP(pd, ep.peerData)
-	if err != nil {
-		return err
-	}
-	q := setup.QP
-	if setup.PrivateData != nil {
-		ep.cfg.privateData = setup.PrivateData
-	}
-	ep.initHook = setup.AtInit
-	if q == nil {
-		return fmt.Errorf("rdmacm: NewQPFunc returned no QP: %w", ErrInvalidArgument)
-	}
+// attachQP takes the caller's QP (ConnSetup.QP) and checks it.
+func (ep *Endpoint) attachQP(x *uverbs.Context, q *uverbs.QP) error {
 	ep.qp, ep.extQP = q, true
 	switch {
 	case q.Type() != qp.RC:
@@ -350,6 +335,75 @@ func (ep *Endpoint) attachQP(x *uverbs.Context, pd *uverbs.PD) error {
 		return fmt.Errorf("rdmacm: the caller's QP is in %v, not RESET: %w", q.State(), ErrInvalidState)
 	}
 	return nil
+}
+
+// toInit moves the QP to INIT, posts the RecvSlots receives and runs
+// ConnSetup.AtInit: all before the REQ or the REP leaves.
+func (ep *Endpoint) toInit() error {
+	if err := ep.modify(qp.Init); err != nil {
+		return err
+	}
+	for i := range ep.cfg.recvSlots {
+		var err error
+		if ep.recvMR != nil {
+			err = ep.PostRecv(ep.recvMR, i*ep.cfg.recvSlotSize, ep.cfg.recvSlotSize)
+		} else {
+			err = ep.qp.PostRecv([]uverbs.RecvWR{{}})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if ep.setup.AtInit != nil {
+		return ep.setup.AtInit(ep)
+	}
+	return nil
+}
+
+// fail ends an endpoint whose Dial or Accept failed: Setup's Abort first,
+// while the device is still open, then Close.
+func (ep *Endpoint) fail() {
+	if ep.setup.Abort != nil {
+		if ep.extQP {
+			ep.qp = nil // Abort releases it
+		}
+		ep.setup.Abort()
+	}
+	ep.Close()
+}
+
+// hasECE reports whether the QP's provider applies ECE at all.
+func (ep *Endpoint) hasECE() bool { return ep.pd != nil && ep.pd.Context().HasECE() }
+
+// offerECE is the ECE the REQ offers. The caller's QP sends the options'
+// value as given (rdma_set_local_ece), else the QP's own. The endpoint's
+// QP sends only what its provider applies: the options' value, given to
+// the QP, or the QP's own, or none.
+func (ep *Endpoint) offerECE() (ece.ECE, error) {
+	want := ep.cfg.ece
+	switch {
+	case ep.extQP && want != nil:
+		return *want, nil
+	case ep.extQP:
+		return ep.queryECE(), nil
+	case want == nil:
+		if !ep.hasECE() {
+			return ece.ECE{}, nil
+		}
+		return ep.queryECE(), nil
+	case !ep.hasECE():
+		return ece.ECE{}, ep.noECE(*want)
+	}
+	if err := ep.qp.SetECE(*want); err != nil {
+		return ece.ECE{}, err
+	}
+	return *want, nil
+}
+
+// noECE is the error of ECE asked for on a device that applies none.
+func (ep *Endpoint) noECE(want ece.ECE) error {
+	return fmt.Errorf("rdmacm: ECE %v asked for, but device %s (provider %s) applies no ECE; give the caller's QP (ConnSetup.QP) to send it anyway: %w",
+		want, ep.pd.Context().Name(), ep.pd.Context().Provider(), ErrNotSupported)
 }
 
 // queryECE is the QP's own ECE (ibv_query_ece); none where the provider
@@ -426,7 +480,7 @@ func (ep *Endpoint) start() {
 				ep.id.Disconnect(context.Background())
 				ep.dreqOnce.Do(func() { close(ep.dreq) })
 			case cm.EventDeviceRemoval, cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
-				ep.end(fmt.Errorf("rdmacm: %v: %w", t, evErr))
+				ep.end(wrapErr(t.String(), evErr))
 			}
 		}
 	}()
@@ -484,12 +538,12 @@ func (ep *Endpoint) Disconnect(ctx context.Context) error {
 }
 
 // Close disconnects without waiting, moves the QP to ERR and destroys the
-// QP, the CQs, the completion channel and the CM ID, in that order. A
-// shared CQ (EndpointOptions.SendCQ, RecvCQ) is left to its own Close; a
-// caller's QP (DialQP, AcceptQP) is never destroyed, and moved to ERR
-// only with EndpointOptions.ErrorQPOnClose. It
-// interrupts every blocked call of the endpoint. Registered memory stays
-// valid until its own Close.
+// QP, the CQs, the completion channel, the RecvSlots memory and the CM ID,
+// in that order. A shared CQ (EndpointOptions.SendCQ, RecvCQ) is left to
+// its own Close; the caller's QP (ConnSetup.QP) is never destroyed, and
+// moved to ERR only with EndpointOptions.ErrorQPOnClose. It interrupts
+// every blocked call of the endpoint. Memory registered with RegMsgs,
+// RegRead and RegWrite stays valid until its own Close.
 func (ep *Endpoint) Close() error {
 	ep.closeOnce.Do(func() {
 		if ep.watcherEnd != nil {
@@ -522,6 +576,9 @@ func (ep *Endpoint) Close() error {
 		if ep.comp != nil {
 			errs = append(errs, ep.comp.Close())
 		}
+		if ep.recvMR != nil {
+			errs = append(errs, ep.recvMR.Close())
+		}
 		ep.c.unregister(ep.id)
 		errs = append(errs, ep.id.Destroy())
 		ep.c.release()
@@ -539,14 +596,30 @@ func (ep *Endpoint) RemoteAddr() netip.AddrPort { return ep.id.RemoteAddr() }
 // not carry its length.
 func (ep *Endpoint) PrivateData() []byte { return ep.peerData }
 
-// LocalECE is the ECE this side sent; RemoteECE the one the peer's REQ or
-// REP carried (zero for none).
+// LocalECE is the ECE this side sent in its REQ or REP; RemoteECE the one
+// the peer's carried (zero for none). With the endpoint's own QP, LocalECE
+// is a value the device was given (ibv_set_ece) or reported
+// (ibv_query_ece), never one it cannot apply: zero on a device without
+// ECE.
 func (ep *Endpoint) LocalECE() ece.ECE  { return ep.local }
 func (ep *Endpoint) RemoteECE() ece.ECE { return ep.remote }
 
-// QP is the endpoint's verbs QP, for work requests beyond the Post calls.
-// The endpoint owns it.
+// QPNum is the number of the endpoint's QP: WC.QPNum of its completions.
+func (ep *Endpoint) QPNum() uint32 { return ep.qp.Num() }
+
+// RecvMR is the memory of the EndpointOptions.RecvSlots receives (nil
+// without them, or with RecvSlotSize 0). The endpoint owns it.
+func (ep *Endpoint) RecvMR() *MR { return ep.recvMR }
+
+// PD is the protection domain of the endpoint's device (nil before the
+// device is known), an escape hatch into package uverbs like QP.
+func (ep *Endpoint) PD() *uverbs.PD { return ep.pd }
+
+// QP is the endpoint's verbs QP, for work requests beyond the Post calls:
+// an escape hatch into package uverbs, which is experimental. The endpoint
+// owns it unless it is the caller's (ConnSetup.QP).
 func (ep *Endpoint) QP() *uverbs.QP { return ep.qp }
 
-// ID is the endpoint's CM ID. The endpoint owns it and reads its events.
+// ID is the endpoint's CM ID, an escape hatch into package cm. The
+// endpoint owns it and reads its events.
 func (ep *Endpoint) ID() *cm.ID { return ep.id }

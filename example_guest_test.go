@@ -6,17 +6,17 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // guestBackend is the CM the guest offers: the kernel's, or (vmexec
 // -nocm-a, without ib_cm) our engine.
-func guestBackend() rdmacm.Backend {
+func guestBackend() rdma.Backend {
 	if slices.Contains(guest.Local().NoMods, "ib_cm") {
-		return rdmacm.BackendUser
+		return rdma.BackendUser
 	}
-	return rdmacm.BackendKernel
+	return rdma.BackendKernel
 }
 
 // TestExamplesInGuest runs the examples against the real kernel and checks

@@ -11,10 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // exampleHost is an address of a local RDMA device (in the vmtest guests,
@@ -115,10 +118,15 @@ func Example_echo() {
 // RDMA WRITE with the rkey in private data: the server registers memory
 // for remote writes and sends its RemoteBuf in the REP; the client writes
 // into it with immediate data, which completes a receive at the server.
+// The server's zero-length receive for the immediate data is posted
+// before the REP leaves (RecvSlots), so the client may write at once.
 func Example_write() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	var rb []byte // the REP's private data: dst's RemoteBuf
 	opts := exampleOptions
+	opts.RecvSlots = 1 // of 0 bytes: for the immediate data
+	opts.Setup = func(*rdmacm.Endpoint) (rdmacm.ConnSetup, error) { return rdmacm.ConnSetup{PrivateData: rb}, nil }
 	l, err := rdmacm.Listen(exampleHost+":7402", &opts)
 	if err != nil {
 		fmt.Println("listen:", err)
@@ -131,19 +139,15 @@ func Example_write() {
 		return
 	}
 	defer dst.Close()
-	rb, _ := dst.Remote().MarshalBinary()
+	rb, _ = dst.Remote().MarshalBinary()
 	served := make(chan string, 1)
 	go func() {
-		ep, err := l.AcceptData(ctx, rb)
+		ep, err := l.Accept(ctx)
 		if err != nil {
 			served <- "accept: " + err.Error()
 			return
 		}
 		defer ep.Close()
-		if err := ep.PostRecv(dst, 0, 0); err != nil { // for the immediate data
-			served <- err.Error()
-			return
-		}
 		wc, err := ep.WaitRecv(ctx)
 		if err != nil {
 			served <- err.Error()
@@ -152,7 +156,8 @@ func Example_write() {
 		served <- fmt.Sprintf("server: %q written, imm %d", dst.Bytes()[:wc.Imm], wc.Imm)
 	}()
 
-	ep, err := rdmacm.Dial(ctx, exampleHost+":7402", &opts)
+	client := exampleOptions
+	ep, err := rdmacm.Dial(ctx, exampleHost+":7402", &client)
 	if err != nil {
 		fmt.Println("dial:", err)
 		return
@@ -184,19 +189,26 @@ func Example_write() {
 
 // The ECE flow of rdma_set_local_ece(3): the client offers an ECE, the
 // server answers with the ECE reply policy, both read the peer's value.
-// On rxe the QP has no ECE of its own, so the offer is the option's.
+// rdma_set_local_ece(3) is for QPs the application makes, so both sides
+// give their own (callerQPs); the endpoint's own QP sends only what its
+// provider applies, and on rxe, which has no ECE, Dial and Accept would
+// refuse these options with ErrNotSupported. What a caller's QP applied
+// is its QueryECE (on rxe: ErrNotSupported, none).
 func Example_ece() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	var qps callerQPs
 	server := exampleOptions
 	server.ECE = &ece.ECE{VendorID: ece.VendorMellanox, Options: 0x10000001}
 	server.ECEReply = ece.IntersectReply
+	server.Setup = qps.setup
 	l, err := rdmacm.Listen(exampleHost+":7403", &server)
 	if err != nil {
 		fmt.Println("listen:", err)
 		return
 	}
 	defer l.Close()
+	defer qps.close() // after the endpoints, before the listener
 	accepted := make(chan *rdmacm.Endpoint, 1)
 	go func() {
 		ep, err := l.Accept(ctx)
@@ -207,6 +219,7 @@ func Example_ece() {
 	}()
 	client := exampleOptions
 	client.ECE = &ece.ECE{VendorID: ece.VendorMellanox, Options: 0x30000001}
+	client.Setup = qps.setup
 	ep, err := rdmacm.Dial(ctx, exampleHost+":7403", &client)
 	if err != nil {
 		fmt.Println("dial:", err)
@@ -230,5 +243,37 @@ func Example_ece() {
 		fmt.Println("server: peer gone:", errors.Is(sep.Err(), io.EOF))
 	case <-ctx.Done():
 		fmt.Println("server:", ctx.Err())
+	}
+}
+
+// callerQPs makes the caller's QPs of Example_ece, each with its own CQ,
+// and closes them all.
+type callerQPs struct {
+	mu   sync.Mutex
+	objs []interface{ Close() error } // a QP before its CQ
+}
+
+func (c *callerQPs) setup(ep *rdmacm.Endpoint) (rdmacm.ConnSetup, error) {
+	cq, err := ep.PD().Context().CreateCQ(4, nil, 0)
+	if err != nil {
+		return rdmacm.ConnSetup{}, err
+	}
+	q, err := ep.PD().CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: cq, RecvCQ: cq,
+		Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		cq.Close()
+		return rdmacm.ConnSetup{}, err
+	}
+	c.mu.Lock()
+	c.objs = append(c.objs, q, cq)
+	c.mu.Unlock()
+	return rdmacm.ConnSetup{QP: q}, nil
+}
+
+func (c *callerQPs) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range c.objs {
+		o.Close()
 	}
 }

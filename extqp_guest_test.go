@@ -14,21 +14,22 @@ import (
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
-// callerQP makes QPs the way a caller of DialQP/AcceptQP would: an RC QP
-// with its own CQ (no completion channel: the test polls it).
+// callerQP makes QPs the way a Setup giving the caller's QP would: an RC
+// QP with its own CQ (no completion channel: the test polls it).
 type callerQP struct {
 	q  *uverbs.QP
 	cq *uverbs.CQ
 }
 
-func (c *callerQP) newQP(pd *uverbs.PD) (*uverbs.QP, error) {
+func (c *callerQP) setup(ep *rdmacm.Endpoint) (rdmacm.ConnSetup, error) {
+	pd := ep.PD()
 	var err error
 	if c.cq, err = pd.Context().CreateCQ(16, nil, 0); err != nil {
-		return nil, err
+		return rdmacm.ConnSetup{}, err
 	}
 	c.q, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: c.cq, RecvCQ: c.cq,
 		Cap: qp.Cap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
-	return c.q, err
+	return rdmacm.ConnSetup{QP: c.q}, err
 }
 
 // poll returns the next n completions of the caller's CQ.
@@ -66,16 +67,26 @@ func (c *callerQP) close() {
 	}
 }
 
-// TestExternalQPInGuest connects with the caller's QPs: DialQP with
-// ErrorQPOnClose (Close leaves the QP in ERR, not destroyed), then DialQP
-// without it against AcceptQP (Close leaves the QP's state alone).
+// TestExternalQPInGuest connects with the caller's QPs: a client QP with
+// ErrorQPOnClose (Close leaves the QP in ERR, not destroyed) against the
+// server's own QP, then one without it (Close leaves the QP's state
+// alone) against the server's caller QP. The server's Setup chooses per
+// connection, from the REQ's private data.
 func TestExternalQPInGuest(t *testing.T) {
 	guest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	backend := guestBackend()
 	t.Logf("backend %s", backend)
-	l, err := rdmacm.Listen(exampleHost+":7405", &rdmacm.EndpointOptions{Backend: backend})
+	var s callerQP
+	defer s.close()
+	l, err := rdmacm.Listen(exampleHost+":7405", &rdmacm.EndpointOptions{Backend: backend,
+		Setup: func(ep *rdmacm.Endpoint) (rdmacm.ConnSetup, error) {
+			if string(ep.PrivateData()[:3]) == "ext" {
+				return s.setup(ep)
+			}
+			return rdmacm.ConnSetup{}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +99,7 @@ func TestExternalQPInGuest(t *testing.T) {
 			return
 		}
 		serverErr <- echoOnce(ctx, ep)
-		var s callerQP
-		defer s.close()
-		ep, err = l.AcceptQP(ctx, nil, s.newQP)
+		ep, err = l.Accept(ctx)
 		if err != nil {
 			serverErr <- err
 			return
@@ -119,10 +128,15 @@ func TestExternalQPInGuest(t *testing.T) {
 
 	for i, errOnClose := range []bool{true, false} {
 		var c callerQP
-		ep, err := rdmacm.DialQP(ctx, exampleHost+":7405", &rdmacm.EndpointOptions{Backend: backend, ErrorQPOnClose: errOnClose}, c.newQP)
+		pd := []byte("own")
+		if i == 1 {
+			pd = []byte("ext")
+		}
+		ep, err := rdmacm.Dial(ctx, exampleHost+":7405", &rdmacm.EndpointOptions{Backend: backend, ErrorQPOnClose: errOnClose,
+			PrivateData: pd, Setup: c.setup})
 		if err != nil {
 			c.close()
-			t.Fatalf("DialQP %d: %v", i, err)
+			t.Fatalf("Dial %d with the caller's QP: %v", i, err)
 		}
 		if ep.QP() != c.q || c.q.State() != qp.RTS {
 			t.Fatalf("endpoint QP %p state %v, want the caller's %p in RTS", ep.QP(), c.q.State(), c.q)

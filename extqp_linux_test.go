@@ -1,38 +1,23 @@
 package rdmacm
 
-import (
-	"context"
-	"errors"
-	"testing"
+import "testing"
 
-	"github.com/go-rdma/rdmacm/uverbs"
-)
-
-// The host half of the caller's QP: argument checks, the option, and
-// that an endpoint without its own CQs refuses its own waits.
+// The host half of the caller's QP: the options carry the Setup hook and
+// ErrorQPOnClose, and a ConnSetup's private data replaces the options'.
 func TestExternalQPHost(t *testing.T) {
-	ctx := context.Background()
-	if _, err := DialQP(ctx, "192.0.2.1:1", nil, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("DialQP(nil): %v", err)
-	}
-	if _, err := (&Listener{}).AcceptQP(ctx, nil, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("AcceptQP(nil): %v", err)
-	}
-	c, err := (&EndpointOptions{ErrorQPOnClose: true}).config()
-	if err != nil || !c.errQPOnClose {
+	called := false
+	setup := func(*Endpoint) (ConnSetup, error) { called = true; return ConnSetup{}, nil }
+	c, err := (&EndpointOptions{ErrorQPOnClose: true, Setup: setup, PrivateData: []byte("opts")}).config()
+	if err != nil || !c.errQPOnClose || c.setup == nil {
 		t.Fatalf("config: %v %+v", err, c)
 	}
-	if c, _ := (*EndpointOptions)(nil).config(); c.errQPOnClose {
-		t.Fatal("ErrorQPOnClose on by default")
+	if c.setup(nil); !called {
+		t.Fatal("config's setup is not the options'")
 	}
-	// A failing NewQPFunc fails the attach with its error.
-	want := errors.New("no QP today")
-	ep := &Endpoint{newQP: NewQPFunc(func(*uverbs.PD) (*uverbs.QP, error) { return nil, want }).withData()}
-	if err := ep.attachQP(nil, nil); !errors.Is(err, want) || ep.extQP {
-		t.Fatalf("attachQP: %v (ext %v)", err, ep.extQP)
+	if c, _ := (*EndpointOptions)(nil).config(); c.errQPOnClose || c.setup != nil {
+		t.Fatal("ErrorQPOnClose or a Setup by default")
 	}
-	ep.newQP = NewQPFunc(func(*uverbs.PD) (*uverbs.QP, error) { return nil, nil }).withData()
-	if err := ep.attachQP(nil, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("attachQP of no QP: %v", err)
+	if p := c.connParam(1); string(p.PrivateData) != "opts" {
+		t.Fatalf("options' private data: %q", p.PrivateData)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -17,12 +18,15 @@ type Listener struct {
 	id     *cm.ID
 	box    *mailbox
 	cfg    config
+	addr   string // as given to Listen
 	closed chan struct{}
 	once   sync.Once
 }
 
-// Listen listens on address ("host:port"; an empty host listens on every
-// RDMA device). opts configure the accepted endpoints; it may be nil.
+// Listen listens on address ("host:port"; an empty host, or 0.0.0.0 or ::,
+// listens on every RDMA device). opts configure the accepted endpoints;
+// it may be nil. Like net.Listen it waits for nothing but the lookup of a
+// host name, and takes no context.
 func Listen(address string, opts *EndpointOptions) (*Listener, error) {
 	cfg, err := opts.config()
 	if err != nil {
@@ -41,7 +45,7 @@ func Listen(address string, opts *EndpointOptions) (*Listener, error) {
 		c.release()
 		return nil, err
 	}
-	l := &Listener{c: c, id: id, cfg: cfg, closed: make(chan struct{})}
+	l := &Listener{c: c, id: id, cfg: cfg, addr: address, closed: make(chan struct{})}
 	l.box = c.register(id)
 	if err := id.Bind(addrs[0]); err != nil {
 		l.Close()
@@ -50,6 +54,15 @@ func Listen(address string, opts *EndpointOptions) (*Listener, error) {
 	if err := id.Listen(0); err != nil {
 		l.Close()
 		return nil, err
+	}
+	// ECE asked for with the endpoint's own QPs on a known device that
+	// applies none: every Accept would refuse it, so Listen does.
+	if a := id.LocalAddr().Addr(); cfg.ece != nil && cfg.setup == nil && a.IsValid() && !a.IsUnspecified() {
+		if x, _, err := id.Verbs(); err == nil && !x.HasECE() {
+			l.Close()
+			return nil, fmt.Errorf("rdmacm: listen %s: ECE %v asked for, but device %s (provider %s) applies no ECE: %w",
+				address, *cfg.ece, x.Name(), x.Provider(), ErrNotSupported)
+		}
 	}
 	return l, nil
 }
@@ -70,29 +83,12 @@ func (l *Listener) Close() error {
 	return err
 }
 
-// Accept waits for a connection request, answers it and returns the
+// Accept waits for a connection request, sets up its endpoint
+// (EndpointOptions.Setup, RecvSlots), answers it and returns the
 // established endpoint. A request that cannot be served is rejected and
-// its error returned.
+// its error returned; the listener goes on listening. ctx bounds the wait
+// and the exchange; Close interrupts it.
 func (l *Listener) Accept(ctx context.Context) (*Endpoint, error) {
-	return l.AcceptData(ctx, l.cfg.privateData)
-}
-
-// AcceptData is Accept with privateData in the REP (at most 196 bytes)
-// instead of the options' PrivateData.
-func (l *Listener) AcceptData(ctx context.Context, privateData []byte) (*Endpoint, error) {
-	return l.accept(ctx, privateData, nil)
-}
-
-// AcceptQP is AcceptData with the caller's QP, which newQP makes on the
-// listener's device, instead of one the endpoint makes (see DialQP).
-func (l *Listener) AcceptQP(ctx context.Context, privateData []byte, newQP NewQPFunc) (*Endpoint, error) {
-	if newQP == nil {
-		return nil, fmt.Errorf("rdmacm: AcceptQP: nil NewQPFunc: %w", ErrInvalidArgument)
-	}
-	return l.accept(ctx, privateData, newQP.withData())
-}
-
-func (l *Listener) accept(ctx context.Context, privateData []byte, newQP NewQPDataFunc) (*Endpoint, error) {
 	ev, err := l.box.get(ctx, l.closed)
 	if err != nil {
 		return nil, err
@@ -103,15 +99,12 @@ func (l *Listener) accept(ctx context.Context, privateData []byte, newQP NewQPDa
 	channelsMu.Lock()
 	l.c.refs++ // the endpoint's reference: it outlives the listener
 	channelsMu.Unlock()
-	cfg := l.cfg
-	cfg.privateData = privateData
-	ep := newEndpoint(l.c, id, cfg)
-	ep.newQP = newQP
+	ep := newEndpoint(l.c, id, l.cfg)
 	ep.peerData, ep.remote = pd, offer
 	if err := ep.accept(ctx); err != nil {
 		id.Reject(nil)
-		ep.Close()
-		return nil, err
+		ep.fail()
+		return nil, wrapErr("accept", err)
 	}
 	return ep, nil
 }
@@ -120,33 +113,37 @@ func (ep *Endpoint) accept(ctx context.Context) error {
 	if err := ep.createQP(); err != nil {
 		return err
 	}
+	// The endpoint's QP on a device without ECE: no offer is applied, so
+	// none is answered, and asking for one is an error.
+	ownNoECE := !ep.extQP && !ep.hasECE()
+	if ownNoECE && ep.cfg.ece != nil {
+		return ep.noECE(*ep.cfg.ece)
+	}
 	// The passive half of rdma_set_local_ece(3): apply the offer to the
 	// QP, move it, then answer with what it took.
-	if err := ep.applyECE(ep.remote); err != nil {
-		return err
+	if !ownNoECE {
+		if err := ep.applyECE(ep.remote); err != nil {
+			return err
+		}
 	}
-	if err := ep.modify(qp.Init); err != nil {
-		return err
-	}
-	if err := ep.atInit(); err != nil {
+	if err := ep.toInit(); err != nil {
 		return err
 	}
 	if err := ep.modify(qp.RTR, qp.RTS); err != nil {
 		return err
 	}
 	p := ep.connParam()
-	local := ep.queryECE()
-	if ep.cfg.ece != nil {
-		local = *ep.cfg.ece
-	}
-	if ep.remote.VendorID != 0 {
+	switch {
+	case ownNoECE:
+		ep.local = ece.ECE{}
+	case ep.remote.VendorID != 0:
 		if q, err := ep.qp.QueryECE(); err == nil && q.VendorID != 0 {
 			ep.local = q
 		} else {
-			ep.local = ep.cfg.reply.Reply(ep.remote, local)
+			ep.local = ep.cfg.reply.Reply(ep.remote, ep.localECE())
 		}
-	} else {
-		ep.local = local
+	default:
+		ep.local = ep.localECE()
 	}
 	if ep.local.VendorID != 0 {
 		if err := ep.id.SetLocalECE(ep.local); err != nil {
@@ -159,8 +156,16 @@ func (ep *Endpoint) accept(ctx context.Context) error {
 		return err
 	}
 	if _, err := ep.expect(ctx, cm.EventEstablished); err != nil {
-		return fmt.Errorf("rdmacm: accept: %w", err)
+		return err
 	}
 	ep.start()
 	return nil
+}
+
+// localECE is the accepting side's own ECE: the options' or the QP's.
+func (ep *Endpoint) localECE() ece.ECE {
+	if ep.cfg.ece != nil {
+		return *ep.cfg.ece
+	}
+	return ep.queryECE()
 }

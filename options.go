@@ -4,16 +4,7 @@ import (
 	"fmt"
 
 	"github.com/go-rdma/rdmacm/ece"
-)
-
-// Backend selects the CM implementation (cm.Backend's values).
-type Backend string
-
-// The backends; the zero value is BackendAuto.
-const (
-	BackendAuto   Backend = "auto"   // the kernel CM where rdma_ucm is loaded, else the engine
-	BackendKernel Backend = "kernel" // the kernel rdma_cm
-	BackendUser   Backend = "user"   // this module's CM engine over umad
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Defaults of the zero EndpointOptions fields.
@@ -29,8 +20,9 @@ const (
 // zero fields also mean librdmacm's defaults: a negative value here
 // becomes cm.RetryNone or cm.ResourcesNone there.)
 type EndpointOptions struct {
-	// Backend is the CM: "" or BackendAuto, BackendKernel, BackendUser.
-	Backend Backend
+	// Backend is the CM: "" (rdma.BackendAuto), rdma.BackendKernel or
+	// rdma.BackendUser.
+	Backend rdma.Backend
 
 	// MaxSendWR and MaxRecvWR size the work queues (0: DefaultMaxWR).
 	MaxSendWR, MaxRecvWR int
@@ -39,9 +31,11 @@ type EndpointOptions struct {
 	// bytes go inline. 0: none.
 	MaxInline int
 
-	// RetryCount and RNRRetryCount are the QP's transport and RNR retry
-	// counts, 0..7 (0: 7, librdmacm's default; negative: 0). RNR 7 means
-	// retry forever.
+	// RetryCount and RNRRetryCount are the transport and RNR retry counts,
+	// 0..7 (0: 7, librdmacm's default; negative: 0). RNR 7 means retry
+	// forever. They travel in the REQ or REP, as librdmacm's: RNRRetryCount
+	// is how often the peer's QP resends a message this side had no
+	// receive posted for.
 	RetryCount, RNRRetryCount int
 	// ResponderResources and InitiatorDepth are the RDMA READs (and
 	// atomics) the QP serves and issues at once, 1..254 (0: the device's
@@ -49,16 +43,40 @@ type EndpointOptions struct {
 	ResponderResources, InitiatorDepth int
 
 	// PrivateData goes in the REQ (Dial, at most 56 bytes) or the REP
-	// (Accept, at most 196 bytes).
+	// (Accept, at most 196 bytes). Setup can choose it per connection.
 	PrivateData []byte
 
-	// ECE is the local ECE (rdma_set_local_ece): what Dial offers in the
-	// REQ, and the local value the Accept side answers with. nil: the
-	// QP's own ECE if its provider has one (mlx5), else none.
+	// Setup, if set, runs for each connection once its device is known:
+	// it sees the peer's REQ private data (Accept), may register memory
+	// on the connection's device, and may give the connection its own
+	// private data, the caller's QP and a hook that posts receives before
+	// the REQ or REP leaves. See SetupFunc and ConnSetup.
+	Setup SetupFunc
+
+	// RecvSlots and RecvSlotSize, when RecvSlots > 0, make every endpoint
+	// register RecvSlots*RecvSlotSize bytes for receives (Endpoint.RecvMR)
+	// and post one receive per slot while its QP is in INIT, before the
+	// REQ or the REP leaves, so that a peer that sends at once finds them
+	// (a client with RNR retry count 0 included). A slot's completion has
+	// its offset as ID; repost it with PostRecv(ep.RecvMR(), int(wc.ID),
+	// RecvSlotSize). RecvSlotSize 0 posts zero-length receives, for
+	// immediate data only (RecvMR is then nil).
+	RecvSlots, RecvSlotSize int
+
+	// ECE asks for Enhanced Connection Establishment (rdma_set_local_ece):
+	// what Dial offers in the REQ, and the local value the Accept side
+	// answers with. With the endpoint's own QP it is given to the QP
+	// (ibv_set_ece) and Dial or Accept fails with ErrNotSupported on a
+	// device whose provider has no ECE (rxe; Listen on such a device, with
+	// no Setup, fails at once): a value the device does not apply is never
+	// sent. With the caller's QP (ConnSetup.QP) it is sent
+	// as given, as librdmacm does; what the QP applied is its QueryECE.
+	// nil: the QP's own ECE where its provider has one (mlx5), else none.
 	ECE *ece.ECE
 	// ECEReply computes the REP's ECE from the REQ's offer and the local
-	// ECE (nil: ece.LibrdmacmReply). A reply with vendor 0 declines the
-	// offer.
+	// ECE (nil: ece.LibrdmacmReply) where the QP reports none itself. A
+	// reply with vendor 0 declines the offer. The endpoint's own QP on a
+	// device without ECE declines every offer.
 	ECEReply ece.ReplyPolicy
 
 	// Spin is the number of extra polls a completion wait makes before it
@@ -68,13 +86,13 @@ type EndpointOptions struct {
 	// SendCQ and RecvCQ, when set, are shared CQs (NewCQ) the endpoint's
 	// send or receive queue completes on, in place of its own; its
 	// completions of that queue then come from the CQ's Next, named by
-	// WC.QPNum (the endpoint's QP().Num()). A CQ may serve both queues
+	// WC.QPNum (the endpoint's QPNum()). A CQ may serve both queues
 	// and any number of endpoints on one device. Listen's options give
 	// them to every accepted endpoint.
 	SendCQ, RecvCQ *CQ
 
-	// ErrorQPOnClose makes an endpoint with the caller's QP (DialQP,
-	// AcceptQP) move it to ERR, flushing its work requests, when the
+	// ErrorQPOnClose makes an endpoint with the caller's QP (ConnSetup.QP)
+	// move it to ERR, flushing its work requests, when the
 	// connection ends (Close, Disconnect, the peer's disconnect); the QP
 	// is never destroyed. Without it the endpoint leaves the QP's state
 	// alone once connected. Endpoints with their own QP always do this.
@@ -84,7 +102,7 @@ type EndpointOptions struct {
 // config is EndpointOptions with the defaults applied and the ranges
 // checked.
 type config struct {
-	backend        Backend
+	backend        rdma.Backend
 	sendWR, recvWR uint32
 	inline         uint32
 	retry, rnr     uint8
@@ -95,6 +113,9 @@ type config struct {
 	spin           int
 	sendCQ, recvCQ *CQ
 	errQPOnClose   bool
+	setup          SetupFunc
+	recvSlots      int
+	recvSlotSize   int
 }
 
 const maxResources = 0xff // cm.MaxResources
@@ -116,16 +137,16 @@ func (o *EndpointOptions) config() (config, error) {
 		o = &EndpointOptions{}
 	}
 	c := config{backend: o.Backend, privateData: o.PrivateData, ece: o.ECE, reply: o.ECEReply, spin: max(o.Spin, 0),
-		sendCQ: o.SendCQ, recvCQ: o.RecvCQ, errQPOnClose: o.ErrorQPOnClose}
+		sendCQ: o.SendCQ, recvCQ: o.RecvCQ, errQPOnClose: o.ErrorQPOnClose, setup: o.Setup}
 	if c.backend == "" {
-		c.backend = BackendAuto
+		c.backend = rdma.BackendAuto
 	}
 	if c.reply == nil {
 		c.reply = ece.LibrdmacmReply
 	}
 	if c.ece != nil {
 		if err := c.ece.Validate(); err != nil {
-			return config{}, fmt.Errorf("rdmacm: ECE: %w", err)
+			return config{}, wrapErr("EndpointOptions.ECE", err)
 		}
 	}
 	var err error
@@ -143,8 +164,18 @@ func (o *EndpointOptions) config() (config, error) {
 	c.rnr = uint8(get("RNRRetryCount", o.RNRRetryCount, DefaultRNRRetryCount, 7))
 	c.resp = uint8(get("ResponderResources", o.ResponderResources, maxResources, 254))
 	c.init = uint8(get("InitiatorDepth", o.InitiatorDepth, maxResources, 254))
+	if o.RecvSlots < 0 || o.RecvSlotSize < 0 || o.RecvSlots > 1<<20 || o.RecvSlotSize > 1<<30 {
+		return config{}, fmt.Errorf("rdmacm: RecvSlots %d of %d bytes out of range: %w", o.RecvSlots, o.RecvSlotSize, ErrInvalidArgument)
+	}
+	c.recvSlots, c.recvSlotSize = o.RecvSlots, o.RecvSlotSize
 	if err != nil {
 		return config{}, err
+	}
+	if c.recvSlots > int(c.recvWR) {
+		if o.MaxRecvWR != 0 {
+			return config{}, fmt.Errorf("rdmacm: RecvSlots %d over MaxRecvWR %d: %w", c.recvSlots, c.recvWR, ErrInvalidArgument)
+		}
+		c.recvWR = uint32(c.recvSlots)
 	}
 	if c.sendWR == 0 || c.recvWR == 0 {
 		return config{}, fmt.Errorf("rdmacm: a work queue of 0 entries: %w", ErrInvalidArgument)

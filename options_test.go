@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 func TestOptionDefaults(t *testing.T) {
-	def := config{backend: BackendAuto, sendWR: 16, recvWR: 16, retry: 7, rnr: 7, resp: 0xff, init: 0xff, reply: ece.LibrdmacmReply}
+	def := config{backend: rdma.BackendAuto, sendWR: 16, recvWR: 16, retry: 7, rnr: 7, resp: 0xff, init: 0xff, reply: ece.LibrdmacmReply}
 	check := func(name string, o *EndpointOptions, want config) {
 		t.Helper()
 		got, err := o.config()
@@ -33,9 +34,13 @@ func TestOptionDefaults(t *testing.T) {
 	zero := def
 	zero.retry, zero.rnr, zero.resp, zero.init = 0, 0, 0, 0
 	check("explicit zero", &EndpointOptions{RetryCount: -1, RNRRetryCount: -1, ResponderResources: -1, InitiatorDepth: -1}, zero)
-	set := config{backend: BackendUser, sendWR: 4, recvWR: 1000, inline: 64, retry: 3, rnr: 5, resp: 1, init: 2, spin: 100}
-	check("set", &EndpointOptions{Backend: BackendUser, MaxSendWR: 4, MaxRecvWR: 1000, MaxInline: 64, RetryCount: 3,
+	set := config{backend: rdma.BackendUser, sendWR: 4, recvWR: 1000, inline: 64, retry: 3, rnr: 5, resp: 1, init: 2, spin: 100}
+	check("set", &EndpointOptions{Backend: rdma.BackendUser, MaxSendWR: 4, MaxRecvWR: 1000, MaxInline: 64, RetryCount: 3,
 		RNRRetryCount: 5, ResponderResources: 1, InitiatorDepth: 2, Spin: 100}, set)
+	// RecvSlots raises the default receive queue to hold them.
+	slots := def
+	slots.recvWR = 64
+	check("recv slots", &EndpointOptions{RecvSlots: 64, RecvSlotSize: 128}, slots)
 }
 
 func TestOptionErrors(t *testing.T) {
@@ -49,6 +54,9 @@ func TestOptionErrors(t *testing.T) {
 		"ECE vendor 0":    {ECE: &ece.ECE{Options: 1}},
 		"ECE comp mask":   {ECE: &ece.ECE{VendorID: 1, CompMask: 1}},
 		"ECE vendor 2^24": {ECE: &ece.ECE{VendorID: 1 << 24}},
+		"slots over WRs":  {RecvSlots: 8, MaxRecvWR: 4},
+		"slots -1":        {RecvSlots: -1},
+		"slot size -1":    {RecvSlots: 1, RecvSlotSize: -1},
 	} {
 		if _, err := o.config(); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)

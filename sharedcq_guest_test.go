@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
-	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // TestSharedCQInGuest dials two endpoints whose send and receive queues
@@ -62,7 +61,7 @@ func TestSharedCQInGuest(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer buf.Close()
-		qpn := ep.QP().Num()
+		qpn := ep.QPNum()
 		eps[qpn], bufs[qpn] = ep, buf
 		if err := ep.PostRecv(buf, 32, 32); err != nil {
 			t.Fatal(err)
@@ -86,7 +85,7 @@ func TestSharedCQInGuest(t *testing.T) {
 		if ep == nil {
 			t.Fatalf("completion of unknown QP %d", wc.QPNum)
 		}
-		k := key{wc.QPNum, wc.Opcode == uverbs.WCRecv}
+		k := key{wc.QPNum, wc.Opcode == rdmacm.WCRecv}
 		if seen[k] {
 			t.Fatalf("second completion %+v", wc)
 		}

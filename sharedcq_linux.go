@@ -22,9 +22,10 @@ const DefaultCQEntries = 256
 // ErrInvalidArgument. Size it for the work requests of all its endpoints
 // together: an overrun CQ is a fatal device error.
 //
-// A WC names its endpoint by QPNum: it equals the endpoint's
-// QP().Num(). After an endpoint's connection is gone, its flushed work
-// requests still arrive here (status WCWRFlushErr).
+// A WC names its endpoint by QPNum: it equals the endpoint's QPNum().
+// After an endpoint's connection is gone, its flushed work requests still
+// arrive here, one by one (status WCWRFlushErr, an error matching
+// ErrDisconnected).
 type CQ struct {
 	entries int
 	sem     chan struct{} // held by Next and by Close
@@ -94,7 +95,8 @@ func (cq *CQ) unbind() {
 // Next returns the next completion of any endpoint on the CQ: it polls,
 // arms the CQ, polls again, then waits on the CQ's completion channel
 // (in the netpoller). Calls may be concurrent; they are served one at a
-// time. A failed completion is returned with its WC.Err. Before any
+// time. Its error is non-nil exactly when the completion failed (and is
+// then its WC.Err; errors.Is matches both ways) or none came. Before any
 // endpoint uses the CQ it fails with ErrInvalidArgument, after Close with
 // ErrClosed.
 func (cq *CQ) Next(ctx context.Context) (WC, error) {
@@ -112,7 +114,7 @@ func (cq *CQ) Next(ctx context.Context) (WC, error) {
 	for {
 		cq.mu.Lock()
 		if len(cq.q) > 0 {
-			wc := WC{cq.q[0]}
+			wc := wcOf(cq.q[0])
 			cq.q = cq.q[1:]
 			cq.mu.Unlock()
 			return wc, wc.Err()

@@ -2,9 +2,8 @@
 
 package rdmacm
 
-// Until packages cm and uverbs build on every GOOS, the endpoint layer is
-// Linux-only: here every call fails with ErrNotSupported. (Endpoint.QP and
-// Endpoint.ID, which return cm and uverbs types, exist on Linux only.)
+// The endpoint layer is Linux-only: here every call fails with
+// ErrNotSupported. (Endpoint.QP and Endpoint.ID exist on Linux only.)
 
 import (
 	"context"
@@ -12,6 +11,7 @@ import (
 	"net/netip"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 var errNotSupported = fmt.Errorf("rdmacm: RDMA endpoints on this platform: %w", ErrNotSupported)
@@ -40,20 +40,6 @@ func (cq *CQ) Next(ctx context.Context) (WC, error) { return WC{}, errNotSupport
 // Close returns ErrNotSupported off Linux.
 func (cq *CQ) Close() error { return errNotSupported }
 
-// WC is a work completion (Linux: uverbs.WC's fields).
-type WC struct {
-	ID        uint64
-	Status    uint32
-	Opcode    uint32
-	VendorErr uint32
-	ByteLen   uint32
-	Imm       uint32
-	QPNum     uint32
-}
-
-// Err returns the completion's error.
-func (wc WC) Err() error { return errNotSupported }
-
 // Dial returns ErrNotSupported off Linux.
 func Dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint, error) {
 	return nil, errNotSupported
@@ -64,10 +50,7 @@ func Listen(address string, opts *EndpointOptions) (*Listener, error) {
 	return nil, errNotSupported
 }
 
-func (l *Listener) Accept(ctx context.Context) (*Endpoint, error) { return nil, errNotSupported }
-func (l *Listener) AcceptData(ctx context.Context, privateData []byte) (*Endpoint, error) {
-	return nil, errNotSupported
-}
+func (l *Listener) Accept(ctx context.Context) (*Endpoint, error)    { return nil, errNotSupported }
 func (l *Listener) Addr() netip.AddrPort                             { return netip.AddrPort{} }
 func (l *Listener) Close() error                                     { return errNotSupported }
 func (l *Listener) RegMsgs(size int) (*MR, error)                    { return nil, errNotSupported }
@@ -82,6 +65,9 @@ func (ep *Endpoint) RemoteAddr() netip.AddrPort                      { return ne
 func (ep *Endpoint) PrivateData() []byte                             { return nil }
 func (ep *Endpoint) LocalECE() ece.ECE                               { return ece.ECE{} }
 func (ep *Endpoint) RemoteECE() ece.ECE                              { return ece.ECE{} }
+func (ep *Endpoint) QPNum() uint32                                   { return 0 }
+func (ep *Endpoint) RecvMR() *MR                                     { return nil }
+func (ep *Endpoint) PD() *uverbs.PD                                  { return nil }
 func (ep *Endpoint) RegMsgs(size int) (*MR, error)                   { return nil, errNotSupported }
 func (ep *Endpoint) RegRead(size int) (*MR, error)                   { return nil, errNotSupported }
 func (ep *Endpoint) RegWrite(size int) (*MR, error)                  { return nil, errNotSupported }

@@ -26,18 +26,33 @@ func TestWCErr(t *testing.T) {
 		{uverbs.WCGeneralErr, nil},
 		{uverbs.WCRemOpErr, nil},
 	} {
-		err := WC{uverbs.WC{ID: 42, Status: c.s, VendorErr: 0x81}}.Err()
+		wc := wcOf(uverbs.WC{ID: 42, Status: c.s, VendorErr: 0x81})
+		err := wc.Err()
 		if !errors.Is(err, ErrCompletion) {
 			t.Errorf("%v: %v does not match ErrCompletion", c.s, err)
 		}
 		var we *WCError
-		if !errors.As(err, &we) || we.Status != c.s || we.ID != 42 || we.VendorErr != 0x81 {
+		if !errors.As(err, &we) || uverbs.WCStatus(we.Status) != c.s || we.ID != 42 || we.VendorErr != 0x81 {
 			t.Errorf("%v: %#v", c.s, err)
+		}
+		// The error a wait returns and WC.Err match both ways.
+		if again := wc.Err(); !errors.Is(err, again) || !errors.Is(again, err) {
+			t.Errorf("%v: two WC.Err values do not match each other", c.s)
+		}
+		if other := (WC{ID: 43, Status: wc.Status}).Err(); errors.Is(err, other) {
+			t.Errorf("%v: the error of another work request matches", c.s)
 		}
 		for _, s := range []error{ErrTimeout, ErrPermission, ErrInvalidArgument, ErrDisconnected, ErrClosed} {
 			if got := errors.Is(err, s); got != (s == c.want) {
 				t.Errorf("%v: errors.Is(%v) = %v", c.s, s, got)
 			}
 		}
+		if WCStatus(c.s).String() == "" || WCStatus(c.s).String() != c.s.String() && c.s != uverbs.WCWRFlushErr {
+			t.Errorf("%v: String %q", c.s, WCStatus(c.s).String())
+		}
+	}
+	w := wcOf(uverbs.WC{Opcode: uverbs.WCRecvRDMAWithImm, Flags: uverbs.WCWithImm, Imm: 7, ByteLen: 3, QPNum: 9})
+	if !w.HasImm || w.Imm != 7 || w.Opcode != WCRecvRDMAWithImm || w.ByteLen != 3 || w.QPNum != 9 {
+		t.Errorf("wcOf: %+v", w)
 	}
 }

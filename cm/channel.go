@@ -10,25 +10,19 @@ import (
 
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/unix"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
-// Backend selects the CM implementation behind a Channel.
-type Backend string
+// Backend selects the CM implementation behind a Channel; it is
+// rdma.Backend, named here too so that cm's callers need not import rdma.
+type Backend = rdma.Backend
 
-// The backends. The zero value means BackendAuto.
+// The backends (rdma's). The zero value means BackendAuto.
 const (
-	BackendAuto   Backend = "auto"   // kernel where rdma_ucm is loaded, else user, else kernel
-	BackendKernel Backend = "kernel" // the kernel rdma_cm through /dev/infiniband/rdma_cm
-	BackendUser   Backend = "user"   // the user-space CM engine (cm/engine) over umad
+	BackendAuto   = rdma.BackendAuto   // kernel where rdma_ucm is loaded, else user, else kernel
+	BackendKernel = rdma.BackendKernel // the kernel rdma_cm through /dev/infiniband/rdma_cm
+	BackendUser   = rdma.BackendUser   // the user-space CM engine (cm/engine) over umad
 )
-
-// String returns "auto", "kernel" or "user" ("auto" for the zero value).
-func (b Backend) String() string {
-	if b == "" {
-		return string(BackendAuto)
-	}
-	return string(b)
-}
 
 // Options configure Open.
 type Options struct {

@@ -5,14 +5,15 @@ import (
 	"net"
 	"time"
 
-	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // Options configure Dial and Listen. A nil *Options and every zero field
 // mean rsocket.c's defaults.
 type Options struct {
-	// Backend is the CM: "" or rdmacm.BackendAuto, BackendKernel, BackendUser.
-	Backend rdmacm.Backend
+	// Backend is the CM: "" (rdma.BackendAuto), rdma.BackendKernel or
+	// rdma.BackendUser.
+	Backend rdma.Backend
 	// SendBuffer and RecvBuffer are given as to SO_SNDBUF and SO_RCVBUF:
 	// rsocket doubles them. 0: rsocket's default 128 KiB buffers.
 	SendBuffer, RecvBuffer int
@@ -32,14 +33,10 @@ type Options struct {
 	IOMapSize int
 }
 
-// Dial connects to address ("host:port") with rsockets.
-func Dial(address string, opts *Options) (*Conn, error) {
-	return DialContext(context.Background(), address, opts)
-}
-
-// DialContext connects to address ("host:port"); ctx bounds the address
-// and route resolution and the connection exchange.
-func DialContext(ctx context.Context, address string, opts *Options) (*Conn, error) {
+// Dial connects to address ("host:port") with rsockets; ctx bounds the
+// address and route resolution and the connection exchange. (Dialer's
+// DialContext is the form http.Transport and gRPC take.)
+func Dial(ctx context.Context, address string, opts *Options) (*Conn, error) {
 	return dial(ctx, address, opts)
 }
 
@@ -55,14 +52,17 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	default:
 		return nil, &net.OpError{Op: "dial", Net: network, Err: net.UnknownNetworkError(network)}
 	}
-	c, err := DialContext(ctx, address, &d.Options)
+	c, err := dial(ctx, address, &d.Options)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Listen listens on address (":7471" listens on every RDMA device).
+// Listen listens on address (":7471" listens on every RDMA device). Like
+// net.Listen it waits for nothing but the lookup of a host name, and takes
+// no context; Listener.AcceptConn does, and Accept (net.Listener's) ends
+// with Close.
 func Listen(address string, opts *Options) (*Listener, error) {
 	return listen(address, opts)
 }

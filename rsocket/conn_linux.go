@@ -77,9 +77,11 @@ type resources struct {
 
 // setup is what the endpoint needs: the QP, our conn data, and the
 // receives to post once the QP is in INIT (rs_create_ep posts them before
-// the connection exchange, so the peer's first message finds one).
-func (r *resources) setup() rdmacm.QPSetup {
-	return rdmacm.QPSetup{QP: r.q, PrivateData: r.data[:], AtInit: func() error { return r.q.PostRecv(r.rwrs) }}
+// the connection exchange, so the peer's first message finds one). abort
+// runs if the connection fails after.
+func (r *resources) setup(abort func()) rdmacm.ConnSetup {
+	return rdmacm.ConnSetup{QP: r.q, PrivateData: r.data[:], Abort: abort,
+		AtInit: func(*rdmacm.Endpoint) error { return r.q.PostRecv(r.rwrs) }}
 }
 
 // newResources is rs_create_ep: one CQ on one completion channel for both
@@ -176,21 +178,18 @@ func dial(ctx context.Context, address string, opts *Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r *resources
-	ep, err := rdmacm.DialQPData(ctx, address, cfg.endpointOptions(), func(pd *uverbs.PD, _ []byte) (rdmacm.QPSetup, error) {
-		if r != nil { // an earlier address of the host failed
-			r.close()
-		}
+	var r *resources // of the address tried last
+	eo := cfg.endpointOptions()
+	eo.Setup = func(ep *rdmacm.Endpoint) (rdmacm.ConnSetup, error) {
 		var err error
-		if r, err = newResources(pd, cfg); err != nil {
-			return rdmacm.QPSetup{}, err
+		if r, err = newResources(ep.PD(), cfg); err != nil {
+			return rdmacm.ConnSetup{}, err
 		}
-		return r.setup(), nil
-	})
+		made := r
+		return r.setup(func() { made.close(); r = nil }), nil
+	}
+	ep, err := rdmacm.Dial(ctx, address, eo)
 	if err != nil {
-		if r != nil {
-			r.close()
-		}
 		return nil, &net.OpError{Op: "dial", Net: "rdma", Err: err}
 	}
 	// rs_do_connect: a REP whose version is not 1 fails the connect.

@@ -3,8 +3,10 @@
 // using rsockets (rstream, rcopy, riostream, anything LD_PRELOADed with
 // librspreload) and to other Go programs, with no cgo.
 //
-// Dial and Listen take "host:port" strings; a Dialer plugs into
-// http.Transport.DialContext and gRPC's WithContextDialer. Conn.CloseWrite
+// Dial(ctx, address, opts) and Listen(address, opts) take "host:port"
+// strings, as the root package's Dial and Listen do (docs/api.md's context
+// convention); a Dialer plugs into http.Transport.DialContext and gRPC's
+// WithContextDialer. Conn.CloseWrite
 // half-closes; deadlines, Close and io.EOF behave as on a TCP connection.
 // Conn.IOMap and Conn.WriteAt are rsockets' riomap and riowrite: windows of
 // memory the peer writes into directly. See docs/rsocket.md for the

@@ -1,6 +1,7 @@
 package rsocket_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -30,7 +31,7 @@ func Example() {
 		io.Copy(c, c) // echo until the client's CloseWrite
 	}()
 
-	c, err := rsocket.Dial(exampleAddr, nil)
+	c, err := rsocket.Dial(context.Background(), exampleAddr, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/rsocket"
 )
 
@@ -48,7 +49,7 @@ func helper(role string, args []string) error {
 	size, _ := strconv.Atoi(args[1])
 	count, _ := strconv.Atoi(args[2])
 	iters, _ := strconv.Atoi(args[3])
-	opts := &rsocket.Options{Backend: rdmacm.Backend(args[4])}
+	opts := &rsocket.Options{Backend: rdma.Backend(args[4])}
 	p := &rstreamPeer{client: role == "client", size: size, count: count, iters: iters, verify: true}
 	var c net.Conn
 	if strings.HasPrefix(role, "rio") {
@@ -70,7 +71,7 @@ func helper(role string, args []string) error {
 		if role == "kaclient" {
 			opts.KeepAlive = 500 * time.Millisecond
 		}
-		if c, err = rsocket.Dial(args[0], opts); err != nil {
+		if c, err = rsocket.Dial(context.Background(), args[0], opts); err != nil {
 			return err
 		}
 	}
@@ -98,16 +99,16 @@ func helper(role string, args []string) error {
 	return p.run(c)
 }
 
-func guestBackend() rdmacm.Backend {
+func guestBackend() rdma.Backend {
 	if slices.Contains(guest.Local().NoMods, "ib_cm") {
-		return rdmacm.BackendUser
+		return rdma.BackendUser
 	}
-	return rdmacm.BackendKernel
+	return rdma.BackendKernel
 }
 
 // peerBackend is the backend guest b's helper uses: b always has the
 // kernel CM.
-const peerBackend = rdmacm.BackendKernel
+const peerBackend = rdma.BackendKernel
 
 const localAddr = "192.0.2.1"
 
@@ -172,7 +173,7 @@ func TestGoGoInGuest(t *testing.T) {
 	for _, size := range []int{64, 4096, 1 << 20} {
 		t.Run(fmt.Sprintf("a-client-%d", size), func(t *testing.T) {
 			srv := startHelper(t, ctx, "server", guest.Peer().Addr+":7481", size, 10, 1)
-			c, err := rsocket.DialContext(ctx, guest.Peer().Addr+":7481", opts)
+			c, err := rsocket.Dial(ctx, guest.Peer().Addr+":7481", opts)
 			if err != nil {
 				srv.Stop(ctx)
 				t.Fatal(err)
@@ -222,7 +223,7 @@ func TestRstreamInGuest(t *testing.T) {
 			}
 			var c *rsocket.Conn
 			for i := 0; ; i++ { // until rstream listens
-				c, err = rsocket.DialContext(ctx, guest.Peer().Addr+":7483", opts)
+				c, err = rsocket.Dial(ctx, guest.Peer().Addr+":7483", opts)
 				if err == nil || i == 50 {
 					break
 				}
@@ -295,7 +296,7 @@ func localPair(t *testing.T, ctx context.Context, port int, opts *rsocket.Option
 		}
 		accepted <- c
 	}()
-	client, err = rsocket.DialContext(ctx, addr, opts)
+	client, err = rsocket.Dial(ctx, addr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestRiostreamInGuest(t *testing.T) {
 			}
 			var c *rsocket.Conn
 			for i := 0; ; i++ {
-				c, err = rsocket.DialContext(ctx, guest.Peer().Addr+":7500", opts)
+				c, err = rsocket.Dial(ctx, guest.Peer().Addr+":7500", opts)
 				if err == nil || i == 50 {
 					break
 				}
@@ -605,19 +606,19 @@ func TestBadVersionInGuest(t *testing.T) {
 	}
 	t.Logf("dialer: %v", err)
 
-	rl, err := rdmacm.Listen(localAddr+":7489", &rdmacm.EndpointOptions{Backend: backend})
+	rl, err := rdmacm.Listen(localAddr+":7489", &rdmacm.EndpointOptions{Backend: backend, PrivateData: bad})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rl.Close()
 	go func() {
-		ep, err := rl.AcceptData(ctx, bad)
+		ep, err := rl.Accept(ctx)
 		if err == nil {
 			<-ep.Done()
 			ep.Close()
 		}
 	}()
-	if c, err := rsocket.DialContext(ctx, localAddr+":7489", &rsocket.Options{Backend: backend}); !errors.Is(err, rsocket.ErrVersion) {
+	if c, err := rsocket.Dial(ctx, localAddr+":7489", &rsocket.Options{Backend: backend}); !errors.Is(err, rsocket.ErrVersion) {
 		if c != nil {
 			c.Close()
 		}
@@ -652,7 +653,7 @@ func TestNoLeakInGuest(t *testing.T) {
 	var tDial, tClose time.Duration
 	cycle := func() {
 		t0 := time.Now()
-		c, err := rsocket.DialContext(ctx, localAddr+":7490", opts)
+		c, err := rsocket.Dial(ctx, localAddr+":7490", opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -673,7 +674,7 @@ func TestNoLeakInGuest(t *testing.T) {
 	fds, gs := countFDs(t), runtime.NumGoroutine()
 	start := time.Now()
 	cycles := leakCycles
-	if guestBackend() == rdmacm.BackendUser && os.Getenv("RSOCKET_LEAK_CYCLES") == "" {
+	if guestBackend() == rdma.BackendUser && os.Getenv("RSOCKET_LEAK_CYCLES") == "" {
 		cycles = 200 // the kernel run does the 1,000; this one keeps make vmtest short
 	}
 	for range cycles {
@@ -723,7 +724,7 @@ func TestKilledPeerInGuest(t *testing.T) {
 	}
 	srv := startHelper(t, ctx, "hold", guest.Peer().Addr+":7491", 0, 0, 0)
 	defer srv.Stop(ctx)
-	c, err := rsocket.DialContext(ctx, guest.Peer().Addr+":7491", &rsocket.Options{Backend: guestBackend(), KeepAlive: time.Second})
+	c, err := rsocket.Dial(ctx, guest.Peer().Addr+":7491", &rsocket.Options{Backend: guestBackend(), KeepAlive: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -821,7 +822,7 @@ func BenchmarkPingPongInGuest(b *testing.B) {
 			}
 		}
 	}()
-	c, err := rsocket.DialContext(ctx, localAddr+":7494", &rsocket.Options{Backend: guestBackend()})
+	c, err := rsocket.Dial(ctx, localAddr+":7494", &rsocket.Options{Backend: guestBackend()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm"
-	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // Listener accepts rsockets connections; it implements net.Listener.
@@ -18,6 +17,9 @@ type Listener struct {
 	addr   net.Addr
 	closed chan struct{}
 	once   sync.Once
+
+	mu      sync.Mutex
+	pending map[*rdmacm.Endpoint]*resources // made by setup, not yet taken by AcceptConn
 }
 
 func listen(address string, opts *Options) (*Listener, error) {
@@ -25,36 +27,62 @@ func listen(address string, opts *Options) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := rdmacm.Listen(address, cfg.endpointOptions())
+	rl := &Listener{cfg: cfg, closed: make(chan struct{}), pending: map[*rdmacm.Endpoint]*resources{}}
+	eo := cfg.endpointOptions()
+	eo.Setup = rl.setup
+	l, err := rdmacm.Listen(address, eo)
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "rdma", Err: err}
 	}
-	return &Listener{l: l, cfg: cfg, addr: net.TCPAddrFromAddrPort(l.Addr()), closed: make(chan struct{})}, nil
+	rl.l, rl.addr = l, net.TCPAddrFromAddrPort(l.Addr())
+	return rl, nil
+}
+
+// setup answers a request as rs_accept: a request whose version is not 1
+// is rejected (ErrVersion); otherwise the connection's resources are made
+// and kept for AcceptConn, which gets the same endpoint.
+func (l *Listener) setup(ep *rdmacm.Endpoint) (rdmacm.ConnSetup, error) {
+	if _, err := parseConnData(ep.PrivateData()); err != nil {
+		return rdmacm.ConnSetup{}, err
+	}
+	r, err := newResources(ep.PD(), l.cfg)
+	if err != nil {
+		return rdmacm.ConnSetup{}, err
+	}
+	l.mu.Lock()
+	l.pending[ep] = r
+	l.mu.Unlock()
+	return r.setup(func() {
+		l.take(ep)
+		r.close()
+	}), nil
+}
+
+// take removes ep's resources from the pending ones.
+func (l *Listener) take(ep *rdmacm.Endpoint) *resources {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.pending[ep]
+	delete(l.pending, ep)
+	return r
 }
 
 // AcceptConn waits for a connection request until ctx ends or the
 // Listener closes, and answers it as rsocket.c's rs_accept: a request
 // whose version is not 1 is rejected and its error (ErrVersion) returned.
 func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
-	var r *resources
-	var peer connDataView
-	ep, err := l.l.AcceptQPData(ctx, func(pd *uverbs.PD, peerData []byte) (rdmacm.QPSetup, error) {
-		var err error
-		if peer, err = parseConnData(peerData); err != nil {
-			return rdmacm.QPSetup{}, err
-		}
-		if r, err = newResources(pd, l.cfg); err != nil {
-			return rdmacm.QPSetup{}, err
-		}
-		return r.setup(), nil
-	})
+	ep, err := l.l.Accept(ctx)
 	if err != nil {
-		if r != nil {
-			r.close()
-		}
 		if l.isClosed() {
 			err = net.ErrClosed
 		}
+		return nil, &net.OpError{Op: "accept", Net: "rdma", Addr: l.addr, Err: err}
+	}
+	r := l.take(ep)
+	peer, err := parseConnData(ep.PrivateData()) // checked by setup
+	if err != nil {
+		r.close()
+		ep.Close()
 		return nil, &net.OpError{Op: "accept", Net: "rdma", Addr: l.addr, Err: err}
 	}
 	peer = append(connDataView(nil), peer...)

@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // config is Options with rsocket.c's defaults and limits applied
 // (rs_alloc, rsetsockopt, rs_set_qp_size).
 type config struct {
-	backend        rdmacm.Backend
+	backend        rdma.Backend
 	sbufSize       uint32
 	rbufSize       uint32
 	inline         uint32

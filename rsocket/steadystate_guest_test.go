@@ -51,7 +51,7 @@ func TestGuestSteadyStateAllocs(t *testing.T) {
 			}
 		}
 	}()
-	c, err := rsocket.DialContext(ctx, localAddr+":7495", &rsocket.Options{Backend: guestBackend()})
+	c, err := rsocket.Dial(ctx, localAddr+":7495", &rsocket.Options{Backend: guestBackend()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/rsocket"
 )
 
@@ -32,7 +32,7 @@ type config struct {
 	host    string
 	dst     string
 	port    string
-	backend rdmacm.Backend
+	backend rdma.Backend
 }
 
 const usageText = `usage 1: rsocket-copy [options]
@@ -51,7 +51,7 @@ options of this twin:
 // with '-', is the server; otherwise SOURCE SERVER[:DEST] and options
 // anywhere after them (getopt permutes).
 func parseArgs(args []string) (*config, error) {
-	c := &config{port: "7427", backend: rdmacm.BackendAuto}
+	c := &config{port: "7427", backend: rdma.BackendAuto}
 	var pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -64,7 +64,7 @@ func parseArgs(args []string) (*config, error) {
 			if a == "-p" {
 				c.port = args[i]
 			} else {
-				c.backend = rdmacm.Backend(args[i])
+				c.backend = rdma.Backend(args[i])
 			}
 		case strings.HasPrefix(a, "-p") && len(a) > 2:
 			c.port = a[2:]
@@ -75,7 +75,7 @@ func parseArgs(args []string) (*config, error) {
 		}
 	}
 	switch c.backend {
-	case rdmacm.BackendAuto, rdmacm.BackendKernel, rdmacm.BackendUser:
+	case rdma.BackendAuto, rdma.BackendKernel, rdma.BackendUser:
 	default:
 		return nil, fmt.Errorf("-backend %q: want kernel, user or auto", c.backend)
 	}
@@ -170,7 +170,7 @@ func client(ctx context.Context, c *config, out io.Writer) error {
 	defer src.Close()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := rsocket.DialContext(dctx, net.JoinHostPort(c.host, c.port), &rsocket.Options{Backend: c.backend})
+	conn, err := rsocket.Dial(dctx, net.JoinHostPort(c.host, c.port), &rsocket.Options{Backend: c.backend})
 	if err != nil {
 		return err
 	}

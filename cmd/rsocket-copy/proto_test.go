@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -23,11 +23,11 @@ func TestParseArgs(t *testing.T) {
 		args string
 		want config
 	}{
-		{"", config{server: true, port: "7427", backend: rdmacm.BackendAuto}},
-		{"-p 7000 -backend user", config{server: true, port: "7000", backend: rdmacm.BackendUser}},
-		{"a.bin host", config{src: "a.bin", host: "host", dst: "a.bin", port: "7427", backend: rdmacm.BackendAuto}},
-		{"a.bin 192.0.2.2:/tmp/b.bin -p 7001", config{src: "a.bin", host: "192.0.2.2", dst: "/tmp/b.bin", port: "7001", backend: rdmacm.BackendAuto}},
-		{"a.bin [fe80::1]:b -p7002", config{src: "a.bin", host: "fe80::1", dst: "b", port: "7002", backend: rdmacm.BackendAuto}},
+		{"", config{server: true, port: "7427", backend: rdma.BackendAuto}},
+		{"-p 7000 -backend user", config{server: true, port: "7000", backend: rdma.BackendUser}},
+		{"a.bin host", config{src: "a.bin", host: "host", dst: "a.bin", port: "7427", backend: rdma.BackendAuto}},
+		{"a.bin 192.0.2.2:/tmp/b.bin -p 7001", config{src: "a.bin", host: "192.0.2.2", dst: "/tmp/b.bin", port: "7001", backend: rdma.BackendAuto}},
+		{"a.bin [fe80::1]:b -p7002", config{src: "a.bin", host: "fe80::1", dst: "b", port: "7002", backend: rdma.BackendAuto}},
 	} {
 		got, err := parseArgs(strings.Fields(tc.args))
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // config is the command line, with rstream.c's defaults.
@@ -42,7 +42,7 @@ type config struct {
 	tcp        bool   // -T s
 	blocking   bool   // -T b (the default is nonblocking, as rstream)
 	verify     bool   // -T v
-	backend    rdmacm.Backend
+	backend    rdma.Backend
 	notes      []string // options accepted but meaningless here
 }
 
@@ -107,7 +107,7 @@ func (o testOptions) Set(arg string) error {
 }
 
 func parseArgs(args []string, stderr io.Writer) (*config, error) {
-	c := &config{inlineSize: 64, iterations: 1, count: 1000, size: 1000, port: "7471", backend: rdmacm.BackendAuto}
+	c := &config{inlineSize: 64, iterations: 1, count: 1000, size: 1000, port: "7471", backend: rdma.BackendAuto}
 	fs := flag.NewFlagSet("rsocket-stream", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.server, "s", "", "server address (client mode)")
@@ -162,9 +162,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if c.custom && (c.size == 0 || c.count == 0 || c.iterations == 0) {
 		return nil, errors.New("-S, -C and -I must be at least 1")
 	}
-	switch rdmacm.Backend(*backend) {
-	case rdmacm.BackendAuto, rdmacm.BackendKernel, rdmacm.BackendUser:
-		c.backend = rdmacm.Backend(*backend)
+	switch rdma.Backend(*backend) {
+	case rdma.BackendAuto, rdma.BackendKernel, rdma.BackendUser:
+		c.backend = rdma.Backend(*backend)
 	default:
 		return nil, fmt.Errorf("-backend %q: want kernel, user or auto", *backend)
 	}

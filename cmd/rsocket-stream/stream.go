@@ -212,7 +212,7 @@ func (e *endpoint) connect(ctx context.Context, opt optimization) (net.Conn, err
 		}
 		conn, err = d.DialContext(ctx, "tcp", net.JoinHostPort(e.c.server, e.c.port))
 	default:
-		conn, err = rsocket.DialContext(ctx, net.JoinHostPort(e.c.server, e.c.port), e.c.rsocketOptions(opt))
+		conn, err = rsocket.Dial(ctx, net.JoinHostPort(e.c.server, e.c.port), e.c.rsocketOptions(opt))
 	}
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -18,7 +18,7 @@ func TestParseArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.server != "192.0.2.2" || c.size != 4096 || c.count != 100 || c.iterations != 2 || !c.blocking || !c.verify ||
-		c.port != "7000" || c.bufferSize != 65536 || c.inlineSize != 32 || c.keepalive != 5 || c.backend != rdmacm.BackendUser || !c.custom || c.tcp {
+		c.port != "7000" || c.bufferSize != 65536 || c.inlineSize != 32 || c.keepalive != 5 || c.backend != rdma.BackendUser || !c.custom || c.tcp {
 		t.Errorf("parsed %+v", c)
 	}
 	c, err = parseArgs(strings.Fields("-S all -T socket -T nonblocking -T fork -T a -T r -f ip"), io.Discard)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 var (
@@ -30,7 +31,7 @@ var (
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	opts := &rdmacm.EndpointOptions{Backend: rdmacm.Backend(*backend)}
+	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend)}
 	var ep *rdmacm.Endpoint
 	var err error
 	if *server {

@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/rsocket"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -112,7 +112,7 @@ func (s *service) Download(in *wrapperspb.UInt64Value, out grpc.ServerStream) er
 
 func main() {
 	flag.Parse()
-	opts := rsocket.Options{Backend: rdmacm.Backend(*backend)}
+	opts := rsocket.Options{Backend: rdma.Backend(*backend)}
 	address := net.JoinHostPort(*addr, *port)
 	var err error
 	if *server {

@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/rsocket"
 )
 
@@ -48,7 +48,7 @@ func body(seed byte, n int64) io.Reader {
 
 func main() {
 	flag.Parse()
-	opts := rsocket.Options{Backend: rdmacm.Backend(*backend)}
+	opts := rsocket.Options{Backend: rdma.Backend(*backend)}
 	if *server {
 		if err := serve(net.JoinHostPort(*addr, *port), &opts); err != nil {
 			log.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"log"
 
 	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 var (
@@ -29,8 +30,11 @@ const size = 1 << 20
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	opts := &rdmacm.EndpointOptions{Backend: rdmacm.Backend(*backend)}
+	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend)}
 	if *server {
+		var rb []byte // the REP's private data: mem's RemoteBuf
+		opts.Setup = func(*rdmacm.Endpoint) (rdmacm.ConnSetup, error) { return rdmacm.ConnSetup{PrivateData: rb}, nil }
+		opts.RecvSlots = 1 // a zero-length receive for the immediate data, posted before the REP
 		l, err := rdmacm.Listen(*addr+":"+*port, opts)
 		if err != nil {
 			log.Fatal(err)
@@ -41,16 +45,13 @@ func main() {
 			log.Fatal(err)
 		}
 		defer mem.Close()
-		rb, _ := mem.Remote().MarshalBinary()
+		rb, _ = mem.Remote().MarshalBinary()
 		fmt.Println("listening")
-		ep, err := l.AcceptData(ctx, rb)
+		ep, err := l.Accept(ctx)
 		if err != nil {
 			log.Fatal(err)
 		}
 		defer ep.Close()
-		if err := ep.PostRecv(mem, 0, 0); err != nil { // for the immediate data
-			log.Fatal(err)
-		}
 		wc, err := ep.WaitRecv(ctx)
 		if err != nil {
 			log.Fatal(err)
