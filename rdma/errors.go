@@ -38,8 +38,13 @@ var (
 
 // OpError is the error of one operation in package Pkg: what was done, on
 // which device or node, and the cause (often a syscall.Errno). It reads
-// "PKG: op on dev (path): cause". A wrapped errno also matches the
-// sentinel ErrnoSentinel maps it to.
+// "PKG: op on dev (path): cause", one sentence with one package prefix:
+// a cause that is itself an error of this module (an *OpError, or a text
+// that starts with one of its package names and a colon) is printed
+// without its own prefix, so a layer that wraps a lower layer's error
+// names its operation and keeps the cause's detail without stacking
+// prefixes. The cause stays reachable with errors.Is and errors.As, and a
+// wrapped errno also matches the sentinel ErrnoSentinel maps it to.
 type OpError struct {
 	Pkg    string // "uverbs", "cm", …
 	Op     string // "create QP", "open", …; may be empty
@@ -60,7 +65,7 @@ func (e *OpError) Error() string {
 		s, sep = s+" ("+e.Path+")", ": "
 	}
 	if e.Err != nil {
-		s += sep + e.Err.Error()
+		s += sep + trimPrefix(e.Err.Error())
 	}
 	return s
 }
@@ -72,4 +77,28 @@ func (e *OpError) Unwrap() error { return e.Err }
 func (e *OpError) Is(target error) bool {
 	s := errnoSentinelOf(e.Err)
 	return s != nil && s == target
+}
+
+// pkgNames are the prefixes the module's packages start their errors with.
+var pkgNames = []string{"rdmacm", "rsocket", "cm", "engine", "umad", "uverbs", "mad", "ece", "qp", "rdma"}
+
+// trimPrefix returns msg without the package prefixes ("cm: ",
+// "uverbs: ", …) this module's packages start their errors with.
+func trimPrefix(msg string) string {
+	for {
+		rest, ok := trimOne(msg)
+		if !ok {
+			return msg
+		}
+		msg = rest
+	}
+}
+
+func trimOne(msg string) (string, bool) {
+	for _, p := range pkgNames {
+		if len(msg) > len(p)+2 && msg[:len(p)] == p && msg[len(p)] == ':' && msg[len(p)+1] == ' ' {
+			return msg[len(p)+2:], true
+		}
+	}
+	return msg, false
 }
