@@ -237,7 +237,7 @@ func (id *ID) CreateQP(init QPInit) (*QP, error) {
 		q = new(QP)
 	}
 	if err := newLibraryQP(q, vd, id.qpType, init); err != nil {
-		return nil, fmt.Errorf("cm: CreateQP: %w", err)
+		return nil, errnoError("CreateQP", err)
 	}
 	if err := id.attachQP(q, vd); err != nil {
 		q.destroy()
