@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
@@ -244,7 +245,7 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 		case e.typ == cm.EventTimewaitExit, e.typ == cm.EventAddrChange:
 			continue
 		case e.err != nil:
-			return e, fmt.Errorf("rdmacm: %v: %w", e.typ, e.err)
+			return e, errfmt.Wrap("rdmacm", "", e.err) // cm's error names the event or the connect
 		case e.typ == cm.EventEstablished && want == cm.EventConnectResponse:
 			continue
 		default:
@@ -426,7 +427,7 @@ func (ep *Endpoint) start() {
 				ep.id.Disconnect(context.Background())
 				ep.dreqOnce.Do(func() { close(ep.dreq) })
 			case cm.EventDeviceRemoval, cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
-				ep.end(fmt.Errorf("rdmacm: %v: %w", t, evErr))
+				ep.end(errfmt.Wrap("rdmacm", "", evErr))
 			}
 		}
 	}()

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/cm"
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -159,7 +160,7 @@ func (ep *Endpoint) accept(ctx context.Context) error {
 		return err
 	}
 	if _, err := ep.expect(ctx, cm.EventEstablished); err != nil {
-		return fmt.Errorf("rdmacm: accept: %w", err)
+		return errfmt.Wrap("rdmacm", "accept", err)
 	}
 	ep.start()
 	return nil

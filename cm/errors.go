@@ -145,9 +145,9 @@ func (e *RejectError) Error() string {
 		s += "connect to " + e.Addr.String() + ": "
 	}
 	if e.Reason == mad.RejectInvalidServiceID {
-		return s + fmt.Sprintf("connection refused: no listener (REJ reason %d, %s)", uint16(e.Reason), e.Reason)
+		return s + fmt.Sprintf("connection refused: no listener (reason %d, %s)", uint16(e.Reason), e.Reason)
 	}
-	return s + fmt.Sprintf("connection rejected: REJ reason %d (%s)", uint16(e.Reason), e.Reason)
+	return s + fmt.Sprintf("connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
 }
 
 // Is matches ErrRejected.

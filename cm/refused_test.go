@@ -39,7 +39,7 @@ func connectTo(t *testing.T, f *fakeBackend, dst netip.AddrPort) *ID {
 // do, ErrRejected, and a *RejectError with the reason.
 func TestConnectRefused(t *testing.T) {
 	dst := netip.MustParseAddrPort("192.0.2.2:7471")
-	const want = "cm: connect to 192.0.2.2:7471: connection refused: no listener (REJ reason 8, invalid service ID)"
+	const want = "cm: connect to 192.0.2.2:7471: connection refused: no listener (reason 8, invalid service ID)"
 	check := func(what string, err error) {
 		t.Helper()
 		if err == nil {
@@ -111,7 +111,7 @@ func TestConnectRejectedByApp(t *testing.T) {
 	id := connectTo(t, f, dst)
 	go f.push(rawEvent{uid: id.uid, typ: EventRejected, status: int32(mad.RejectConsumerDefined)})
 	err := id.Connect(testCtx(t), nil)
-	const want = "cm: connect to 192.0.2.2:7471: connection rejected: REJ reason 28 (consumer defined)"
+	const want = "cm: connect to 192.0.2.2:7471: connection rejected: reason 28 (consumer defined)"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
