@@ -62,6 +62,10 @@ func TestOpErrorText(t *testing.T) {
 		{rdma.OpError{Pkg: "cm", Op: "Bind", Err: rdma.ErrClosed}, "cm: Bind: use of closed object"},
 		{rdma.OpError{Pkg: "cm", Err: rdma.ErrClosed}, "cm: use of closed object"},
 		{rdma.OpError{Pkg: "cm", Op: "Bind"}, "cm: Bind"},
+		{rdma.OpError{Pkg: "uverbs", Device: "rxe0", Err: syscall.EIO}, "uverbs: on rxe0: " + syscall.EIO.Error()},
+		// Without Pkg: a clause of another error.
+		{rdma.OpError{Op: "user", Err: errors.New("cm: open: x")}, "user: open: x"},
+		{rdma.OpError{Err: errors.New("uverbs: x")}, "x"},
 	} {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)

@@ -46,7 +46,7 @@ var (
 // prefixes. The cause stays reachable with errors.Is and errors.As, and a
 // wrapped errno also matches the sentinel ErrnoSentinel maps it to.
 type OpError struct {
-	Pkg    string // "uverbs", "cm", …
+	Pkg    string // "uverbs", "cm", …; empty for a clause inside another error
 	Op     string // "create QP", "open", …; may be empty
 	Device string // "rxe0"; may be empty
 	Path   string // device node or file involved; may be empty
@@ -54,20 +54,42 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
-	s, sep := e.Pkg+":", " "
-	if e.Op != "" {
-		s, sep = s+" "+e.Op, ": "
+	s := ""
+	if e.Pkg != "" {
+		s = e.Pkg + ":"
 	}
-	if e.Device != "" {
-		s, sep = s+" on "+e.Device, ": "
+	for _, w := range [...]string{e.Op, prefixed("on ", e.Device), prefixed("(", e.Path, ")")} {
+		if w != "" {
+			s = spaced(s, w)
+		}
 	}
-	if e.Path != "" {
-		s, sep = s+" ("+e.Path+")", ": "
+	if e.Err == nil {
+		return s
 	}
-	if e.Err != nil {
-		s += sep + trimPrefix(e.Err.Error())
+	cause := trimPrefix(e.Err.Error())
+	if s == "" || s[len(s)-1] == ':' {
+		return spaced(s, cause)
 	}
-	return s
+	return s + ": " + cause
+}
+
+// prefixed is p+v+q, or "" if v is empty.
+func prefixed(p, v string, q ...string) string {
+	if v == "" {
+		return ""
+	}
+	for _, x := range q {
+		v += x
+	}
+	return p + v
+}
+
+// spaced joins a and b with a space, or returns b if a is empty.
+func spaced(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " " + b
 }
 
 // Unwrap returns the cause.

@@ -10,8 +10,9 @@ package errfmt
 
 import "github.com/go-rdma/rdmacm/rdma"
 
-// Wrap returns err as an error of package pkg doing op (lowercase words,
-// e.g. "resolve address 192.0.2.2"; may be empty), or nil if err is nil.
+// Wrap returns err as an error of package pkg (empty for a clause inside
+// another error) doing op (lowercase words, e.g. "resolve address
+// 192.0.2.2"; may be empty), or nil if err is nil.
 func Wrap(pkg, op string, err error) error {
 	if err == nil {
 		return nil
