@@ -58,8 +58,8 @@ type ID struct {
 	lastUD   UDParam
 	qp       *QP
 	// qpMem is the memory of the ID's first library QP, allocated with
-	// the ID (issue 17: a second allocation per QP); qpMemUsed once it
-	// was handed out. A later QP, after DestroyQP, gets its own.
+	// the ID to save an allocation per QP; qpMemUsed once it was handed
+	// out. A later QP, after DestroyQP, gets its own.
 	qpMem     QP
 	qpMemUsed bool
 	// devGUID is the node GUID of the ID's device once its address is

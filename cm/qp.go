@@ -47,7 +47,7 @@ func (q *QP) Num() uint32 { return q.v.Num() }
 
 // modify is q.v.Modify, called directly on a verbs QP so that a stays on
 // the caller's stack (through the interface it escapes: an allocation of
-// 144 bytes per modify; issue 17).
+// 144 bytes per modify).
 func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 	if u, ok := q.v.(uverbsQP); ok {
 		return u.q.Modify(a, m)
@@ -183,7 +183,7 @@ func (q *QP) destroy() error {
 func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
 	id.mu.Lock()
 	err := id.attachQPLocked(q, vd)
-	id.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
+	id.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
 	return err
 }
 
@@ -228,7 +228,7 @@ func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 // flags; iWARP: the port and no access flags), and so does the engine
 // (qp.InitAttrBeforeCM with the port). On the kernel CM that is one
 // command per connection fewer than librdmacm; on the engine, a lookup
-// of the ID and the attributes' checks fewer (issue 17). Everywhere else
+// of the ID and the attributes' checks fewer. Everywhere else
 // the backend is asked: a passive ID's attributes come from its REQ, a
 // UD QP's Q_Key is the ID's, and an InfiniBand port's P_Key comes from
 // the ID's address (ib_addr_get_pkey).

@@ -91,7 +91,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		return nil, err
 	}
 	q, err := pd.createQPLocked(init)
-	x.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
+	x.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
 	return q, err
 }
 
@@ -204,7 +204,7 @@ func (q *QP) Close() error {
 func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 	q.mu.Lock()
 	err := q.modifyLocked(attr, mask)
-	q.mu.Unlock() // not deferred (issue 17)
+	q.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
 	return err
 }
 
