@@ -58,10 +58,14 @@ func (e *OpError) Error() string {
 	if e.Pkg != "" {
 		s = e.Pkg + ":"
 	}
-	for _, w := range [...]string{e.Op, prefixed("on ", e.Device), prefixed("(", e.Path, ")")} {
-		if w != "" {
-			s = spaced(s, w)
-		}
+	if e.Op != "" {
+		s = spaced(s, e.Op)
+	}
+	if e.Device != "" {
+		s = spaced(s, "on "+e.Device)
+	}
+	if e.Path != "" {
+		s = spaced(s, "("+e.Path+")")
 	}
 	if e.Err == nil {
 		return s
@@ -71,17 +75,6 @@ func (e *OpError) Error() string {
 		return spaced(s, cause)
 	}
 	return s + ": " + cause
-}
-
-// prefixed is p+v+q, or "" if v is empty.
-func prefixed(p, v string, q ...string) string {
-	if v == "" {
-		return ""
-	}
-	for _, x := range q {
-		v += x
-	}
-	return p + v
 }
 
 // spaced joins a and b with a space, or returns b if a is empty.
