@@ -119,5 +119,8 @@ func TestErrorPrefixes(t *testing.T) {
 		if !errors.Is(err, tc.s) || (tc.errno != 0 && !errors.Is(err, tc.errno)) {
 			t.Errorf("%v: want %v and %v", err, tc.s, tc.errno)
 		}
+		if tc.errno == syscall.ENODEV && errors.Is(err, ErrNoDevice) {
+			t.Errorf("%v: ADDR_ERROR's ENODEV is ErrNoRoute, not ErrNoDevice", err)
+		}
 	}
 }

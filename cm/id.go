@@ -608,7 +608,9 @@ func (id *ID) complete(ctx context.Context, op string, want ...EventType) (Event
 	id.mu.Lock()
 	what := id.opText(op)
 	id.mu.Unlock()
-	return ev.Type, errnoError(what, err)
+	// Not errnoError: an event's status names its sentinel itself (ENODEV
+	// in ADDR_ERROR is ErrNoRoute, not ErrNoDevice), and it has no prefix.
+	return ev.Type, fmt.Errorf("cm: %s: %w", what, err)
 }
 
 // Destroy destroys the ID (rdma_destroy_id), its library QP and CQs, and

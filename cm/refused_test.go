@@ -146,6 +146,24 @@ func TestResolveAddrNamesAddress(t *testing.T) {
 		if !errors.Is(err, ErrNoRoute) || !errors.Is(err, syscall.ENETUNREACH) {
 			t.Errorf("event %v: %v: not ErrNoRoute and ENETUNREACH", viaEvent, err)
 		}
+		if viaEvent {
+			// ADDR_ERROR with ENODEV: the route leads through a netdev
+			// without RDMA; ErrNoRoute, not ErrNoDevice.
+			c2 := newChannel(f)
+			id2, err := c2.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go f.push(rawEvent{uid: id2.uid, typ: EventAddrError, status: -int32(unix.ENODEV)})
+			err = id2.ResolveAddr(testCtx(t), netip.AddrPort{}, dst, 0)
+			if want := "cm: resolve address 192.0.2.99: address does not route over RDMA: " + syscall.ENODEV.Error(); err == nil || err.Error() != want {
+				t.Errorf("got %v, want %q", err, want)
+			}
+			if !errors.Is(err, ErrNoRoute) || errors.Is(err, ErrNoDevice) || !errors.Is(err, syscall.ENODEV) {
+				t.Errorf("%v: want ErrNoRoute and ENODEV, not ErrNoDevice", err)
+			}
+			c2.Close()
+		}
 		c.Close()
 	}
 }

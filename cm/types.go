@@ -5,7 +5,6 @@ import (
 	"net/netip"
 
 	"github.com/go-rdma/rdmacm/ece"
-	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
@@ -199,7 +198,9 @@ func (e *Event) Err() error {
 	if _, ok := err.(*RejectError); ok || err == nil {
 		return err
 	}
-	return errfmt.Wrap("cm", e.Type.String(), err)
+	// Not errfmt.Wrap: the status names its sentinel itself (ENODEV in
+	// ADDR_ERROR is ErrNoRoute, not ErrNoDevice), and it has no prefix.
+	return fmt.Errorf("cm: %v: %w", e.Type, err)
 }
 
 // err is Err without the package prefix and the event's name, for

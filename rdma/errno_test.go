@@ -112,3 +112,16 @@ func TestOpErrorOnePrefix(t *testing.T) {
 		t.Errorf("the cause is %v, want the uverbs error", oe)
 	}
 }
+
+// TestOpErrorExplicitSentinel: a cause that names its sentinel keeps it
+// alone; its errno stays reachable but adds no second sentinel.
+func TestOpErrorExplicitSentinel(t *testing.T) {
+	err := error(&rdma.OpError{Pkg: "cm", Op: "resolve address 192.0.2.9", Err: fmt.Errorf("%w: %w", rdma.ErrNoRoute, syscall.ENODEV)})
+	if !errors.Is(err, rdma.ErrNoRoute) || !errors.Is(err, syscall.ENODEV) || errors.Is(err, rdma.ErrNoDevice) {
+		t.Errorf("%v: want ErrNoRoute and ENODEV, not ErrNoDevice", err)
+	}
+	err = &rdma.OpError{Pkg: "cm", Op: "bind", Err: syscall.ENODEV}
+	if !errors.Is(err, rdma.ErrNoDevice) {
+		t.Errorf("%v: a bare ENODEV is ErrNoDevice", err)
+	}
+}

@@ -88,11 +88,24 @@ func spaced(a, b string) string {
 // Unwrap returns the cause.
 func (e *OpError) Unwrap() error { return e.Err }
 
-// Is reports whether target is the sentinel of the errno e wraps.
+// Is reports whether target is the sentinel of the errno e wraps, unless
+// the cause names another sentinel itself (ENODEV under ErrNoRoute is not
+// also ErrNoDevice).
 func (e *OpError) Is(target error) bool {
 	s := errnoSentinelOf(e.Err)
-	return s != nil && s == target
+	if s == nil || s != target {
+		return false
+	}
+	for _, x := range sentinels {
+		if x != s && errors.Is(e.Err, x) {
+			return false
+		}
+	}
+	return true
 }
+
+// sentinels are the sentinels an errno may map to.
+var sentinels = []error{ErrNotSupported, ErrNoDevice, ErrPermission, ErrInvalidArgument, ErrTimeout, ErrNoRoute, ErrRejected, ErrBusy}
 
 // pkgNames are the prefixes the module's packages start their errors with.
 var pkgNames = []string{"rdmacm", "rsocket", "cm", "engine", "umad", "uverbs", "mad", "ece", "qp", "rdma"}
