@@ -2,9 +2,9 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"syscall"
 
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
@@ -63,10 +63,11 @@ func (e *errnoError) Is(target error) bool {
 	return ok && t == e.errno
 }
 
-// errorf is fmt.Errorf("engine: "+format, args...) that also matches the
+// errorf is fmt.Errorf("engine: "+format, args...), its error arguments
+// without their package prefixes (errfmt.Errorf), that also matches the
 // errno of the sentinel it wraps.
 func errorf(format string, args ...any) error {
-	err := fmt.Errorf("engine: "+format, args...)
+	err := errfmt.Errorf("engine: "+format, args...)
 	for _, r := range errnos {
 		if errors.Is(err, r.sentinel) {
 			return &errnoError{err, r.errno}

@@ -26,3 +26,18 @@ func TestWrap(t *testing.T) {
 		t.Errorf("%v: want the errno's text and ErrPermission", err)
 	}
 }
+
+func TestErrorf(t *testing.T) {
+	inner := fmt.Errorf("qp: RC INIT→RTR: missing %w", syscall.EINVAL)
+	err := errfmt.Errorf("engine: accept ID %#x: %w: %w", 7, rdma.ErrInvalidArgument, inner)
+	if want := "engine: accept ID 0x7: invalid argument: RC INIT→RTR: missing " + syscall.EINVAL.Error(); err.Error() != want {
+		t.Errorf("got %q, want %q", err, want)
+	}
+	if !errors.Is(err, rdma.ErrInvalidArgument) || !errors.Is(err, syscall.EINVAL) || !errors.Is(err, inner) {
+		t.Errorf("%v: a wrapped error is not reachable", err)
+	}
+	var errno syscall.Errno
+	if !errors.As(err, &errno) || errno != syscall.EINVAL {
+		t.Errorf("%v: errors.As finds %v", err, errno)
+	}
+}
