@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
@@ -220,7 +221,7 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 		case e.typ == cm.EventTimewaitExit, e.typ == cm.EventAddrChange:
 			continue
 		case e.err != nil:
-			return e, wrapErr(e.typ.String(), e.err)
+			return e, errfmt.Wrap("rdmacm", "", e.err) // cm's error names the event or the connect
 		case e.typ == cm.EventEstablished && want == cm.EventConnectResponse:
 			continue
 		default:
@@ -480,7 +481,7 @@ func (ep *Endpoint) start() {
 				ep.id.Disconnect(context.Background())
 				ep.dreqOnce.Do(func() { close(ep.dreq) })
 			case cm.EventDeviceRemoval, cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
-				ep.end(wrapErr(t.String(), evErr))
+				ep.end(errfmt.Wrap("rdmacm", "", evErr))
 			}
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -115,7 +116,7 @@ func openAuto(o *Options) (backend, error) {
 	if kerr == nil {
 		return k, nil
 	}
-	return nil, fmt.Errorf("cm: no backend: user: %w; kernel: %w", uerr, kerr)
+	return nil, fmt.Errorf("cm: no backend: %w; %w", errfmt.Wrap("", "user", uerr), errfmt.Wrap("", "kernel", kerr))
 }
 
 func openKernelBackend(o *Options) (backend, error) {

@@ -92,12 +92,19 @@
 //
 // # Errors
 //
-// Errors read "cm: op: cause" and wrap one of the sentinels below (when
-// one applies) and, for kernel failures, the errno, so errors.Is(err,
-// cm.ErrNoDevice) and errors.Is(err, unix.ENODEV) both hold. The errno
-// table is rdma.ErrnoSentinel's, the same for uverbs and cm/engine, whose
-// errors cm passes on wrapped. The shared sentinels are package rdma's
-// (cm.ErrNotSupported == uverbs.ErrNotSupported == rdma.ErrNotSupported).
+// Errors read as one sentence, "cm: op: cause", the operation in words
+// with its address where it has one ("cm: resolve address 192.0.2.99:
+// network is unreachable"); a uverbs or engine error under it keeps its
+// detail but not its own prefix ("cm: create QP: modify QP 0x11 to INIT
+// (…) on rxe0: invalid argument"). They wrap one of the sentinels below
+// (when one applies) and, for kernel failures, the errno, so
+// errors.Is(err, cm.ErrNoDevice) and errors.Is(err, unix.ENODEV) both
+// hold. The errno table is rdma.ErrnoSentinel's, the same for uverbs and
+// cm/engine. The shared sentinels are package rdma's (cm.ErrNotSupported
+// == uverbs.ErrNotSupported == rdma.ErrNotSupported, engine.ErrBusy ==
+// rdma.ErrBusy). A connect to a port where nothing listens reads
+// "cm: connect to 192.0.2.2:7471: connection refused: no listener (reason
+// 8, invalid service ID)" and matches ECONNREFUSED, as net's does.
 //
 //   - ErrNotSupported: the backend or device lacks the operation (EOPNOTSUPP, ENOSYS).
 //   - ErrNoDevice: no RDMA device serves the address, or it went away (ENODEV, DEVICE_REMOVAL).

@@ -3,8 +3,10 @@ package cm
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/go-rdma/rdmacm/ece"
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -73,7 +75,7 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	return fmt.Sprintf("cm: %s: not valid in state %s", e.Op, e.State)
+	return fmt.Sprintf("cm: %s: not valid in state %s", words(e.Op), e.State)
 }
 
 // Is matches ErrInvalidState.
@@ -96,9 +98,9 @@ func (e *ECEOrderError) Error() string {
 	case RolePassive:
 		msg = "the REP"
 	case RoleListener:
-		return fmt.Sprintf("cm: %s: a listening ID carries no ECE (state %s)", e.Op, e.State)
+		return fmt.Sprintf("cm: %s: a listening ID carries no ECE (state %s)", words(e.Op), e.State)
 	}
-	return fmt.Sprintf("cm: %s: %s carrying the local ECE has already been sent (state %s)", e.Op, msg, e.State)
+	return fmt.Sprintf("cm: %s: %s carrying the local ECE has already been sent (state %s)", words(e.Op), msg, e.State)
 }
 
 // Is matches ErrECEOrder.
@@ -113,7 +115,7 @@ type ECEUnansweredError struct {
 }
 
 func (e *ECEUnansweredError) Error() string {
-	return fmt.Sprintf("cm: Accept: the REQ offered ECE %v; apply it to the QP and call SetLocalECE, or set ConnParam.DeclineECE", e.Remote)
+	return fmt.Sprintf("cm: accept: the REQ offered ECE %v; apply it to the QP and call SetLocalECE, or set ConnParam.DeclineECE", e.Remote)
 }
 
 // Is matches ErrECEOrder.
@@ -121,29 +123,110 @@ func (e *ECEUnansweredError) Is(target error) bool { return target == ErrECEOrde
 
 // RejectError is a connection rejected by the peer (REJECTED event): the
 // CM REJ reason (IBTA vol. 1 §12.6.7.2), its name, the additional reject
-// information and the private data.
+// information, the private data and, on the active side, the address
+// connected to. It matches ErrRejected and, as librdmacm's rdma_connect
+// reports every REJECTED, ECONNREFUSED (errors.Is, errors.As). Reason 8,
+// invalid service ID, is the peer's CM saying nothing listens on the port:
+// it reads "connection refused", as a TCP connect to a closed port does.
 type RejectError struct {
 	// Reason is the REJ reason; Reason.String() is its name, e.g.
 	// "vendor option is not supported" for 35.
 	Reason      mad.RejectReason
 	ARI         []byte
 	PrivateData []byte
+	// Addr is the destination of the active ID that was rejected (the one
+	// ResolveAddr resolved); zero on a passive ID.
+	Addr netip.AddrPort
 }
 
 func (e *RejectError) Error() string {
-	return fmt.Sprintf("cm: connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
+	s := "cm: "
+	if e.Addr.IsValid() {
+		s += "connect to " + e.Addr.String() + ": "
+	}
+	if e.Reason == mad.RejectInvalidServiceID {
+		return s + fmt.Sprintf("connection refused: no listener (reason %d, %s)", uint16(e.Reason), e.Reason)
+	}
+	return s + fmt.Sprintf("connection rejected: reason %d (%s)", uint16(e.Reason), e.Reason)
 }
 
 // Is matches ErrRejected.
 func (e *RejectError) Is(target error) bool { return target == ErrRejected }
 
-// errnoError wraps a kernel errno with the operation; the *rdma.OpError
-// matches the errno's sentinel (rdma.ErrnoSentinel).
-func errnoError(op string, errno error) error {
-	if errno == nil {
-		return nil
+// Unwrap returns ECONNREFUSED, the errno librdmacm gives a rejected
+// connect.
+func (e *RejectError) Unwrap() error { return unix.ECONNREFUSED }
+
+// opWords names the operations (the methods' names, as StateError.Op
+// holds them) in the words the messages use.
+var opWords = map[string]string{
+	"Bind":           "bind",
+	"ResolveAddr":    "resolve address",
+	"ResolveRoute":   "resolve route",
+	"Listen":         "listen",
+	"GetRequest":     "get request",
+	"Notify":         "notify",
+	"InitQPAttr":     "get QP attributes",
+	"CreateQP":       "create QP",
+	"Connect":        "connect",
+	"Accept":         "accept",
+	"Reject":         "reject",
+	"RejectECE":      "reject ECE",
+	"Establish":      "establish",
+	"Disconnect":     "disconnect",
+	"SetLocalECE":    "set local ECE",
+	"RemoteECE":      "get remote ECE",
+	"CreateID":       "create ID",
+	"Destroy":        "destroy ID",
+	"Query":          "query address",
+	"Route":          "query route",
+	"GetEvent":       "get event",
+	"JoinMulticast":  "join multicast group",
+	"LeaveMulticast": "leave multicast group",
+}
+
+// words returns op in the words of a message.
+func words(op string) string {
+	if w, ok := opWords[op]; ok {
+		return w
 	}
-	return &rdma.OpError{Pkg: "cm", Op: op, Err: errno}
+	return op
+}
+
+// eventError is an error event's status (without the event's name): its
+// sentinel and its errno, both reachable. It reads as the errno when the
+// errno already stands for the sentinel.
+type eventError struct {
+	sentinel error      // may be nil
+	errno    unix.Errno // may be 0
+}
+
+func (e *eventError) Error() string {
+	switch {
+	case e.errno == 0:
+		return e.sentinel.Error()
+	case e.sentinel == nil || rdma.ErrnoSentinel(e.errno) == e.sentinel:
+		return e.errno.Error()
+	}
+	return e.sentinel.Error() + ": " + e.errno.Error()
+}
+
+func (e *eventError) Unwrap() []error {
+	switch {
+	case e.errno == 0:
+		return []error{e.sentinel}
+	case e.sentinel == nil:
+		return []error{e.errno}
+	}
+	return []error{e.sentinel, e.errno}
+}
+
+// errnoError wraps a backend's error (an errno, an engine error) with the
+// operation, a method name or words; the *rdma.OpError prints the cause
+// without its package prefix and matches the errno's sentinel
+// (rdma.ErrnoSentinel).
+func errnoError(op string, err error) error {
+	return errfmt.Wrap("cm", words(op), err)
 }
 
 // statusErrno turns an event status (a negative errno) into an errno.
@@ -155,4 +238,4 @@ func statusErrno(status int32) unix.Errno {
 }
 
 // errKernelTrace: Options.Trace asks for MADs the kernel builds.
-var errKernelTrace = fmt.Errorf("cm: Trace: the kernel backend's MADs are built by the kernel's CM; capture them with tcpdump on the RoCE netdev (udp port 4791): %w", ErrNotSupported)
+var errKernelTrace = fmt.Errorf("cm: trace MADs: the kernel backend's MADs are built by the kernel's CM; capture them with tcpdump on the RoCE netdev (udp port 4791): %w", ErrNotSupported)

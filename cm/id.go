@@ -58,8 +58,8 @@ type ID struct {
 	lastUD   UDParam
 	qp       *QP
 	// qpMem is the memory of the ID's first library QP, allocated with
-	// the ID (issue 17: a second allocation per QP); qpMemUsed once it
-	// was handed out. A later QP, after DestroyQP, gets its own.
+	// the ID to save an allocation per QP; qpMemUsed once it was handed
+	// out. A later QP, after DestroyQP, gets its own.
 	qpMem     QP
 	qpMemUsed bool
 	// devGUID is the node GUID of the ID's device once its address is
@@ -67,7 +67,10 @@ type ID struct {
 	devGUID rdma.GUID
 	hasDev  bool
 	devPort uint8 // the port, with devGUID
-	closed  atomic.Bool
+	// dst is the address ResolveAddr was given, named by the errors of
+	// ResolveAddr, ResolveRoute and Connect.
+	dst    netip.AddrPort
+	closed atomic.Bool
 	// life is cancelled when the ID is destroyed (Destroy, Channel.Close):
 	// it interrupts synchronous calls waiting for their event. Made on
 	// first wait.
@@ -83,7 +86,7 @@ func (c *Channel) CreateID(ps rdma.PortSpace, opts *IDOptions) (*ID, error) {
 	}
 	t, ok := psQPType(ps, o.QPType)
 	if !ok {
-		return nil, fmt.Errorf("cm: CreateID: port space %v with QP type %v: %w", ps, o.QPType, ErrNotSupported)
+		return nil, fmt.Errorf("cm: create ID: port space %v with QP type %v: %w", ps, o.QPType, ErrNotSupported)
 	}
 	id := &ID{ch: c, ps: ps, qpType: t, udp: t == qp.UD, sync: o.Sync, Context: o.Context}
 	id.st = newIDState(id.udp)
@@ -137,7 +140,7 @@ func (id *ID) do(op string, check func(*idState) error, issue func() error) erro
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.closed.Load() {
-		return fmt.Errorf("cm: %s: %w", op, ErrClosed)
+		return fmt.Errorf("cm: %s: %w", words(op), ErrClosed)
 	}
 	prev := id.st
 	if check != nil {
@@ -147,9 +150,26 @@ func (id *ID) do(op string, check func(*idState) error, issue func() error) erro
 	}
 	if err := issue(); err != nil {
 		id.st = prev
-		return errnoError(op, err)
+		return errnoError(id.opText(op), err)
 	}
 	return nil
+}
+
+// opText is op in words, with the destination where op has one. Called
+// with id.mu held.
+func (id *ID) opText(op string) string {
+	if !id.dst.IsValid() {
+		return words(op)
+	}
+	switch op {
+	case "ResolveAddr":
+		return "resolve address " + id.dst.Addr().String()
+	case "ResolveRoute":
+		return "resolve route to " + id.dst.Addr().String()
+	case "Connect":
+		return "connect to " + id.dst.String()
+	}
+	return words(op)
 }
 
 // Bind binds the ID to a local address (rdma_bind_addr). A zero address
@@ -167,6 +187,7 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 		timeout = DefaultTimeout
 	}
 	err := id.do("ResolveAddr", (*idState).resolveAddr, func() error {
+		id.dst = dst
 		return id.ch.b.resolveAddr(id.handle, src, dst, timeout)
 	})
 	if err != nil || !id.sync {
@@ -204,7 +225,7 @@ func (id *ID) Listen(backlog int) error {
 // parameters are in the new ID's RequestParam.
 func (id *ID) GetRequest(ctx context.Context) (*ID, error) {
 	if !id.sync {
-		return nil, fmt.Errorf("cm: GetRequest: %w: the ID is asynchronous, use Channel.GetEvent", ErrInvalidState)
+		return nil, fmt.Errorf("cm: get request: %w: the ID is asynchronous, use Channel.GetEvent", ErrInvalidState)
 	}
 	id.mu.Lock()
 	err := id.st.getRequest()
@@ -272,7 +293,7 @@ func (id *ID) SetLocalECE(e ece.ECE) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.closed.Load() {
-		return fmt.Errorf("cm: SetLocalECE: %w", ErrClosed)
+		return fmt.Errorf("cm: set local ECE: %w", ErrClosed)
 	}
 	return id.st.setLocalECE(e)
 }
@@ -291,7 +312,7 @@ func (id *ID) RemoteECE() (ece.ECE, error) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.closed.Load() {
-		return ece.None, fmt.Errorf("cm: RemoteECE: %w", ErrClosed)
+		return ece.None, fmt.Errorf("cm: get remote ECE: %w", ErrClosed)
 	}
 	return id.st.remoteECE()
 }
@@ -339,7 +360,7 @@ func (id *ID) Accept(ctx context.Context, p *ConnParam) error {
 		}
 		if id.qp != nil && !id.udp {
 			if err := id.qp.toRTS(id, param.ResponderResources, param.InitiatorDepth); err != nil {
-				return errPass{fmt.Errorf("cm: Accept: %w", err)}
+				return errPass{errnoError("Accept", err)}
 			}
 		}
 		if err := id.ch.b.accept(id.handle, id.uid, &param, e); err != nil {
@@ -409,7 +430,7 @@ func (id *ID) RejectECE(privateData []byte) error {
 
 func (id *ID) reject(op string, pd []byte, reason uint8) error {
 	if len(pd) > 255 {
-		return fmt.Errorf("cm: %s: %d bytes of private data, at most 255: %w", op, len(pd), ErrInvalidArgument)
+		return fmt.Errorf("cm: %s: %d bytes of private data, at most 255: %w", words(op), len(pd), ErrInvalidArgument)
 	}
 	return id.do(op, func(s *idState) error {
 		err := s.reject()
@@ -509,7 +530,7 @@ func (id *ID) RemoteAddr() netip.AddrPort {
 // DISCONNECTED when the peer disconnects. The caller acks it.
 func (id *ID) GetEvent(ctx context.Context) (*Event, error) {
 	if !id.sync {
-		return nil, fmt.Errorf("cm: GetEvent: %w: the ID is asynchronous, use Channel.GetEvent", ErrInvalidState)
+		return nil, fmt.Errorf("cm: get event: %w: the ID is asynchronous, use Channel.GetEvent", ErrInvalidState)
 	}
 	// Destroy cancels wctx: the wait ends whether this goroutine is the
 	// one reading the backend or waits for another reader's news.
@@ -579,12 +600,17 @@ func (id *ID) complete(ctx context.Context, op string, want ...EventType) (Event
 		}
 	}
 	if _, ok := err.(*RejectError); ok {
-		return ev.Type, err
+		return ev.Type, err // it names the connect
 	}
 	if err == nil {
 		err = fmt.Errorf("unexpected %v", ev.Type)
 	}
-	return ev.Type, fmt.Errorf("cm: %s: %w", op, err)
+	id.mu.Lock()
+	what := id.opText(op)
+	id.mu.Unlock()
+	// Not errnoError: an event's status names its sentinel itself (ENODEV
+	// in ADDR_ERROR is ErrNoRoute, not ErrNoDevice), and it has no prefix.
+	return ev.Type, fmt.Errorf("cm: %s: %w", what, err)
 }
 
 // Destroy destroys the ID (rdma_destroy_id), its library QP and CQs, and
@@ -671,6 +697,9 @@ func (id *ID) onEvent(ev *Event) bool {
 	if ev.Type == EventConnectResponse && id.qp != nil && id.st.state == StateConnectSent {
 		id.libraryConnectResponse(ev)
 		return true
+	}
+	if ev.Type == EventRejected && id.st.role == RoleActive {
+		ev.peer = id.dst
 	}
 	if id.qp != nil {
 		switch ev.Type {

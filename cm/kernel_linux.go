@@ -35,7 +35,7 @@ type kernel struct {
 	// writes to a closed or reused descriptor. Through rc.Control, whose
 	// callback escapes through the RawConn interface, every command
 	// allocated its closures and the variables they capture (7 of the 10
-	// allocations of an ID's create and destroy; issue 17).
+	// allocations of an ID's create and destroy).
 	fd       int
 	cmdMu    sync.RWMutex
 	cmdClose bool

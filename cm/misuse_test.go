@@ -15,7 +15,7 @@ import (
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
-// Issue 7: calling an operation of an ID in a state where it is not
+// Calling an operation of an ID in a state where it is not
 // allowed returns a typed error, leaves the ID exactly as it was and
 // sends nothing to the backend. The fake backend of channel_test.go
 // records every command.
@@ -290,7 +290,7 @@ func TestDestroyQPWithoutQPIsNoOp(t *testing.T) {
 	}
 }
 
-// The scenarios of issue 7, spelled out.
+// The misuse scenarios, spelled out.
 func TestMisuseScenarios(t *testing.T) {
 	ctx := testCtx(t)
 

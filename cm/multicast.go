@@ -52,7 +52,7 @@ func (m *Multicast) onEvent(ev *Event) {
 // attach the QP with the verbs layer using the group's AH.
 func (id *ID) JoinMulticast(ctx context.Context, addr netip.Addr, sendOnly bool, context any) (*Multicast, error) {
 	if !id.udp {
-		return nil, fmt.Errorf("cm: JoinMulticast: %w: the ID is not UD", ErrInvalidState)
+		return nil, fmt.Errorf("cm: join multicast group: %w: the ID is not UD", ErrInvalidState)
 	}
 	m := &Multicast{id: id, addr: addr, sendOnly: sendOnly, Context: context}
 	c := id.ch

@@ -2,7 +2,6 @@ package cm
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/qp"
@@ -48,7 +47,7 @@ func (q *QP) Num() uint32 { return q.v.Num() }
 
 // modify is q.v.Modify, called directly on a verbs QP so that a stays on
 // the caller's stack (through the interface it escapes: an allocation of
-// 144 bytes per modify; issue 17).
+// 144 bytes per modify).
 func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 	if u, ok := q.v.(uverbsQP); ok {
 		return u.q.Modify(a, m)
@@ -62,19 +61,19 @@ func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 func (q *QP) toInit(id *ID, vd *verbsDevice) error {
 	a, m, err := id.createQPInitAttr(vd)
 	if err != nil {
-		return errnoError("InitQPAttr INIT", err)
+		return errnoError("get QP attributes for INIT", err)
 	}
 	if err := q.modify(&a, m); err != nil {
-		return fmt.Errorf("modify QP to %v: %w", qp.Init, err)
+		return err // uverbs names the QP and the state
 	}
 	if !q.ud {
 		return nil
 	}
 	if err := q.modify(&qp.Attr{State: qp.RTR}, qp.MaskState); err != nil {
-		return fmt.Errorf("modify UD QP to RTR: %w", err)
+		return err // uverbs names the QP and the state
 	}
 	if err := q.modify(&qp.Attr{State: qp.RTS}, qp.MaskState|qp.MaskSQPSN); err != nil {
-		return fmt.Errorf("modify UD QP to RTS: %w", err)
+		return err // uverbs names the QP and the state
 	}
 	return nil
 }
@@ -89,11 +88,11 @@ func (q *QP) toInit(id *ID, vd *verbsDevice) error {
 func (q *QP) toRTS(id *ID, resp, init uint8) error {
 	ia, im, err := id.ch.b.initQPAttr(id.handle, qp.Init)
 	if err != nil {
-		return errnoError("InitQPAttr INIT", err)
+		return errnoError("get QP attributes for INIT", err)
 	}
 	a, m, err := id.ch.b.initQPAttr(id.handle, qp.RTR)
 	if err != nil {
-		return errnoError("InitQPAttr RTR", err)
+		return errnoError("get QP attributes for RTR", err)
 	}
 	if im&qp.MaskAccessFlags != 0 {
 		a.AccessFlags = ia.AccessFlags
@@ -103,17 +102,17 @@ func (q *QP) toRTS(id *ID, resp, init uint8) error {
 		a.MaxDestRdAtomic = resp
 	}
 	if err := q.modify(&a, m); err != nil {
-		return fmt.Errorf("modify QP to RTR: %w", err)
+		return err // uverbs names the QP and the state
 	}
 	a, m, err = id.ch.b.initQPAttr(id.handle, qp.RTS)
 	if err != nil {
-		return errnoError("InitQPAttr RTS", err)
+		return errnoError("get QP attributes for RTS", err)
 	}
 	if init != MaxResources {
 		a.MaxRdAtomic = init
 	}
 	if err := q.modify(&a, m); err != nil {
-		return fmt.Errorf("modify QP to RTS: %w", err)
+		return err // uverbs names the QP and the state
 	}
 	return nil
 }
@@ -133,7 +132,7 @@ func (q *QP) setECE(e ece.ECE) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("set ECE: %w", err)
+		return err // uverbs names the operation
 	}
 	return nil
 }
@@ -149,7 +148,7 @@ func (q *QP) queryECE() (ece.ECE, error) {
 		return ece.None, nil
 	}
 	if err != nil {
-		return ece.None, fmt.Errorf("query ECE: %w", err)
+		return ece.None, err // uverbs names the operation
 	}
 	return e, nil
 }
@@ -184,33 +183,33 @@ func (q *QP) destroy() error {
 func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
 	id.mu.Lock()
 	err := id.attachQPLocked(q, vd)
-	id.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
+	id.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
 	return err
 }
 
 func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 	if id.closed.Load() {
-		return fmt.Errorf("cm: CreateQP: %w", ErrClosed)
+		return errnoError("CreateQP", ErrClosed)
 	}
 	if err := id.st.createQP(); err != nil {
 		return err
 	}
 	local, err := q.queryECE()
 	if err != nil {
-		return fmt.Errorf("cm: CreateQP: %w", err)
+		return errnoError("CreateQP", err)
 	}
 	if set, ok := id.st.libPassiveECE(local); ok {
 		if err := q.setECE(set); err != nil {
-			return fmt.Errorf("cm: CreateQP: %w", err)
+			return errnoError("CreateQP", err)
 		}
 	}
 	if err := q.toInit(id, vd); err != nil {
-		return fmt.Errorf("cm: CreateQP: %w", err)
+		return errnoError("CreateQP", err)
 	}
 	if !id.st.remote.IsZero() {
 		n, err := q.negotiatedOptions()
 		if err != nil {
-			return fmt.Errorf("cm: CreateQP: %w", err)
+			return errnoError("CreateQP", err)
 		}
 		local.Options = n
 	}
@@ -229,7 +228,7 @@ func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 // flags; iWARP: the port and no access flags), and so does the engine
 // (qp.InitAttrBeforeCM with the port). On the kernel CM that is one
 // command per connection fewer than librdmacm; on the engine, a lookup
-// of the ID and the attributes' checks fewer (issue 17). Everywhere else
+// of the ID and the attributes' checks fewer. Everywhere else
 // the backend is asked: a passive ID's attributes come from its REQ, a
 // UD QP's Q_Key is the ID's, and an InfiniBand port's P_Key comes from
 // the ID's address (ib_addr_get_pkey).

@@ -129,7 +129,7 @@ func newPassiveState(udp bool, remote ece.ECE) idState {
 
 func (s *idState) fail(op string) error {
 	if s.state == StateDestroyed {
-		return fmt.Errorf("cm: %s: %w", op, ErrClosed)
+		return fmt.Errorf("cm: %s: %w", words(op), ErrClosed)
 	}
 	return &StateError{Op: op, State: s.state}
 }
@@ -157,10 +157,10 @@ func (s *idState) setLocalECE(e ece.ECE) error {
 		return s.fail(op)
 	}
 	if err := e.Validate(); err != nil {
-		return fmt.Errorf("cm: %s: %w", op, err)
+		return errnoError(op, err)
 	}
 	if s.libQP {
-		return fmt.Errorf("cm: %s: %w", op, ErrLibraryQP)
+		return fmt.Errorf("cm: %s: %w", words(op), ErrLibraryQP)
 	}
 	if !s.eceOpen() {
 		return &ECEOrderError{Op: op, State: s.state, Role: s.role}
@@ -177,7 +177,7 @@ func (s *idState) remoteECE() (ece.ECE, error) {
 		return ece.None, s.fail(op)
 	}
 	if s.libQP {
-		return ece.None, fmt.Errorf("cm: %s: %w", op, ErrLibraryQP)
+		return ece.None, fmt.Errorf("cm: %s: %w", words(op), ErrLibraryQP)
 	}
 	return s.remote, nil
 }
@@ -249,7 +249,7 @@ func (s *idState) initQPAttr() error {
 func (s *idState) createQP() error {
 	const op = "CreateQP"
 	if s.libQP {
-		return fmt.Errorf("cm: %s: %w", op, ErrQPExists)
+		return fmt.Errorf("cm: %s: %w", words(op), ErrQPExists)
 	}
 	if !s.in(StateAddrBound, StateAddrResolved, StateRouteQuery, StateRouteResolved, StateRequestReceived) {
 		return s.fail(op)
@@ -288,7 +288,7 @@ func (s *idState) accept(decline bool) (ece.ECE, error) {
 	}
 	if decline {
 		if s.localSet && !s.libQP {
-			return ece.None, fmt.Errorf("cm: %s: %w", op, ErrDeclineWithLocalECE)
+			return ece.None, fmt.Errorf("cm: %s: %w", words(op), ErrDeclineWithLocalECE)
 		}
 		s.advanceAccept()
 		return ece.None, nil
@@ -323,7 +323,7 @@ func (s *idState) reject() error {
 func (s *idState) establish() error {
 	const op = "Establish"
 	if s.libQP {
-		return fmt.Errorf("cm: %s: %w", op, ErrLibraryQP)
+		return fmt.Errorf("cm: %s: %w", words(op), ErrLibraryQP)
 	}
 	if !s.in(StateConnectResponse) {
 		return s.fail(op)

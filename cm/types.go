@@ -2,6 +2,7 @@ package cm
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/unix"
@@ -184,20 +185,26 @@ type Event struct {
 
 	ch    *Channel
 	acked bool
+	// peer is the active ID's destination when the event arrived, for
+	// the error of a failed connect.
+	peer netip.AddrPort
 }
 
 // Err returns the event's status as an error: nil for success, a
-// *RejectError for EventRejected, and otherwise the errno wrapped with its
-// sentinel (ErrTimeout, ErrNoRoute, ...).
+// *RejectError for EventRejected, and otherwise an error that names the
+// event and matches its sentinel (ErrTimeout, ErrNoRoute, ...) and errno.
 func (e *Event) Err() error {
 	err := e.err()
 	if _, ok := err.(*RejectError); ok || err == nil {
 		return err
 	}
-	return fmt.Errorf("cm: %w", err)
+	// Not errfmt.Wrap: the status names its sentinel itself (ENODEV in
+	// ADDR_ERROR is ErrNoRoute, not ErrNoDevice), and it has no prefix.
+	return fmt.Errorf("cm: %v: %w", e.Type, err)
 }
 
-// err is Err without the package prefix, for callers that add their own.
+// err is Err without the package prefix and the event's name, for
+// callers that name the operation instead.
 func (e *Event) err() error {
 	switch e.Type {
 	case EventRejected:
@@ -205,7 +212,7 @@ func (e *Event) err() error {
 		if e.ID != nil && e.ID.udp {
 			pd = e.UD.PrivateData
 		}
-		return &RejectError{Reason: mad.RejectReason(e.Status), PrivateData: append([]byte(nil), pd...)}
+		return &RejectError{Reason: mad.RejectReason(e.Status), PrivateData: append([]byte(nil), pd...), Addr: e.peer}
 	case EventUnreachable:
 		return e.wrap(ErrTimeout)
 	case EventConnectError:
@@ -222,20 +229,17 @@ func (e *Event) err() error {
 	if errno == unix.ENODEV && (e.Type == EventAddrError || e.Type == EventRouteError) {
 		// The destination resolved, but through a netdev without an
 		// RDMA device (cma_acquire_dev_by_src_ip).
-		return fmt.Errorf("%v: %w: %w", e.Type, ErrNoRoute, errno)
+		return &eventError{ErrNoRoute, errno}
 	}
-	if s := rdma.ErrnoSentinel(errno); s != nil {
-		return fmt.Errorf("%v: %w: %w", e.Type, s, errno)
-	}
-	return fmt.Errorf("%v: %w", e.Type, errno)
+	return &eventError{rdma.ErrnoSentinel(errno), errno}
 }
 
-// wrap names the event, its sentinel and, if any, its errno.
+// wrap is the event's sentinel and, if any, its errno.
 func (e *Event) wrap(sentinel error) error {
 	if e.Status == 0 {
-		return fmt.Errorf("%v: %w", e.Type, sentinel)
+		return &eventError{sentinel, 0}
 	}
-	return fmt.Errorf("%v: %w: %w", e.Type, sentinel, statusErrno(e.Status))
+	return &eventError{sentinel, statusErrno(e.Status)}
 }
 
 func (e *Event) String() string {

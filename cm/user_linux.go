@@ -62,7 +62,7 @@ func openUser(o *Options) (*user, error) {
 	disc.SkipGIDs = true // from the device below, not 3 sysfs files per slot
 	devs, err := disc.Devices()
 	if err != nil {
-		return nil, fmt.Errorf("cm: user backend: %w", err)
+		return nil, errnoError("open the user backend", err)
 	}
 	u := &user{ids: map[uint32]*userID{}, bound: map[uint16][]uint32{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -89,9 +89,9 @@ func openUser(o *Options) (*user, error) {
 	}
 	if len(u.ports) == 0 {
 		if len(errs) == 0 {
-			return nil, fmt.Errorf("cm: user backend: no RoCE port with a umad device (is ib_umad loaded?): %w", ErrNoDevice)
+			return nil, fmt.Errorf("cm: open the user backend: no RoCE port with a umad device (is ib_umad loaded?): %w", ErrNoDevice)
 		}
-		return nil, fmt.Errorf("cm: user backend: %w", errors.Join(errs...))
+		return nil, errnoError("open the user backend", errors.Join(errs...))
 	}
 	if trace != nil {
 		t, err := newTracer(trace)

@@ -4,7 +4,6 @@ package cm
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/netip"
 	"sync"
@@ -88,7 +87,7 @@ func (tt *tracedTransport) Recv(ctx context.Context, buf []byte) (engine.Addr, i
 func newTracer(w io.Writer) (*tracer, error) {
 	pw, err := pcap.NewWriter(w, pcap.LinkTypeEthernet)
 	if err != nil {
-		return nil, fmt.Errorf("cm: Trace: %w", err)
+		return nil, errnoError("trace MADs", err)
 	}
 	return &tracer{w: pw}, nil
 }

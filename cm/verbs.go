@@ -29,7 +29,7 @@ type verbsDevice struct {
 	// activeInit holds, per Ethernet port (indexed as ethPort), the
 	// backend's INIT attributes for a connected QP on an ID that has not
 	// connected (ID.createQPInitAttr). Read without a lock: a map under
-	// a mutex ran about 40 distinct code blocks per QP (issue 17).
+	// a mutex ran about 40 distinct code blocks per QP.
 	activeInit []atomic.Pointer[cmInitAttr]
 }
 
@@ -41,7 +41,7 @@ type cmInitAttr struct {
 
 type deviceCache struct {
 	// last is the device get returned last, checked before the lock and
-	// the map: a channel's IDs nearly always share one device (issue 17).
+	// the map: a channel's IDs nearly always share one device.
 	last   atomic.Pointer[verbsDevice]
 	mu     sync.Mutex
 	devs   map[rdma.GUID]*verbsDevice
@@ -237,7 +237,7 @@ func (id *ID) CreateQP(init QPInit) (*QP, error) {
 		q = new(QP)
 	}
 	if err := newLibraryQP(q, vd, id.qpType, init); err != nil {
-		return nil, fmt.Errorf("cm: CreateQP: %w", err)
+		return nil, errnoError("CreateQP", err)
 	}
 	if err := id.attachQP(q, vd); err != nil {
 		q.destroy()

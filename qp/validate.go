@@ -231,8 +231,8 @@ func attrValue(a *Attr, bit Mask) uint64 {
 
 // checkValues checks the ranges of the fields selected by mask. Only the
 // selected fields are read: a transition to ERR or RESET (mask STATE
-// alone) checks nothing here (issue 17: building every field's check on
-// every Modify was a tenth of a QP's user-space instructions).
+// alone) checks nothing here: building every field's check on every
+// Modify was a tenth of a QP's user-space instructions.
 func checkValues(a *Attr, mask Mask) error {
 	if mask&valueCheckMask != 0 {
 		for i := range valueChecks {

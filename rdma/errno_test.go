@@ -62,6 +62,10 @@ func TestOpErrorText(t *testing.T) {
 		{rdma.OpError{Pkg: "cm", Op: "Bind", Err: rdma.ErrClosed}, "cm: Bind: use of closed object"},
 		{rdma.OpError{Pkg: "cm", Err: rdma.ErrClosed}, "cm: use of closed object"},
 		{rdma.OpError{Pkg: "cm", Op: "Bind"}, "cm: Bind"},
+		{rdma.OpError{Pkg: "uverbs", Device: "rxe0", Err: syscall.EIO}, "uverbs: on rxe0: " + syscall.EIO.Error()},
+		// Without Pkg: a clause of another error.
+		{rdma.OpError{Op: "user", Err: errors.New("cm: open: x")}, "user: open: x"},
+		{rdma.OpError{Err: errors.New("uverbs: x")}, "x"},
 	} {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
@@ -72,5 +76,52 @@ func TestOpErrorText(t *testing.T) {
 	err := error(&rdma.OpError{Pkg: "cm", Op: "Bind", Err: rdma.ErrClosed})
 	if !errors.Is(err, rdma.ErrClosed) || errors.Is(err, rdma.ErrInvalidArgument) {
 		t.Errorf("%v: wrong matches", err)
+	}
+}
+
+// TestOpErrorOnePrefix: a wrapped error of this module loses its package
+// prefix, so the message reads as one sentence; the cause, its errno and
+// the errno's sentinel stay reachable.
+func TestOpErrorOnePrefix(t *testing.T) {
+	inner := &rdma.OpError{Pkg: "uverbs", Op: "modify QP 0x11 to INIT (STATE|PORT)", Device: "rxe0", Err: syscall.EINVAL}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&rdma.OpError{Pkg: "cm", Op: "create QP", Err: inner},
+			"cm: create QP: modify QP 0x11 to INIT (STATE|PORT) on rxe0: " + syscall.EINVAL.Error()},
+		{&rdma.OpError{Pkg: "rdmacm", Op: "dial 192.0.2.2:7471", Err: &rdma.OpError{Pkg: "cm", Op: "create QP", Err: inner}},
+			"rdmacm: dial 192.0.2.2:7471: create QP: modify QP 0x11 to INIT (STATE|PORT) on rxe0: " + syscall.EINVAL.Error()},
+		{&rdma.OpError{Pkg: "cm", Op: "connect", Err: fmt.Errorf("engine: connect ID 0x1: %w", syscall.EINVAL)},
+			"cm: connect: connect ID 0x1: " + syscall.EINVAL.Error()},
+		{&rdma.OpError{Pkg: "cm", Err: fmt.Errorf("cm: uverbs: %w", syscall.EINVAL)}, "cm: " + syscall.EINVAL.Error()},
+		// Only a leading package name is a prefix.
+		{&rdma.OpError{Pkg: "cm", Op: "open", Err: errors.New("cmd: not a prefix")}, "cm: open: cmd: not a prefix"},
+		{&rdma.OpError{Pkg: "cm", Op: "open", Err: errors.New("path: /dev/cm: x")}, "cm: open: path: /dev/cm: x"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+	err := error(&rdma.OpError{Pkg: "cm", Op: "create QP", Err: inner})
+	var oe *rdma.OpError
+	if !errors.Is(err, syscall.EINVAL) || !errors.Is(err, rdma.ErrInvalidArgument) || !errors.As(err, &oe) {
+		t.Errorf("%v: EINVAL, ErrInvalidArgument or the *OpError not reachable", err)
+	}
+	if errors.As(err.(interface{ Unwrap() error }).Unwrap(), &oe); oe != inner {
+		t.Errorf("the cause is %v, want the uverbs error", oe)
+	}
+}
+
+// TestOpErrorExplicitSentinel: a cause that names its sentinel keeps it
+// alone; its errno stays reachable but adds no second sentinel.
+func TestOpErrorExplicitSentinel(t *testing.T) {
+	err := error(&rdma.OpError{Pkg: "cm", Op: "resolve address 192.0.2.9", Err: fmt.Errorf("%w: %w", rdma.ErrNoRoute, syscall.ENODEV)})
+	if !errors.Is(err, rdma.ErrNoRoute) || !errors.Is(err, syscall.ENODEV) || errors.Is(err, rdma.ErrNoDevice) {
+		t.Errorf("%v: want ErrNoRoute and ENODEV, not ErrNoDevice", err)
+	}
+	err = &rdma.OpError{Pkg: "cm", Op: "bind", Err: syscall.ENODEV}
+	if !errors.Is(err, rdma.ErrNoDevice) {
+		t.Errorf("%v: a bare ENODEV is ErrNoDevice", err)
 	}
 }

@@ -38,10 +38,15 @@ var (
 
 // OpError is the error of one operation in package Pkg: what was done, on
 // which device or node, and the cause (often a syscall.Errno). It reads
-// "PKG: op on dev (path): cause". A wrapped errno also matches the
-// sentinel ErrnoSentinel maps it to.
+// "PKG: op on dev (path): cause", one sentence with one package prefix:
+// a cause that is itself an error of this module (an *OpError, or a text
+// that starts with one of its package names and a colon) is printed
+// without its own prefix, so a layer that wraps a lower layer's error
+// names its operation and keeps the cause's detail without stacking
+// prefixes. The cause stays reachable with errors.Is and errors.As, and a
+// wrapped errno also matches the sentinel ErrnoSentinel maps it to.
 type OpError struct {
-	Pkg    string // "uverbs", "cm", …
+	Pkg    string // "uverbs", "cm", …; empty for a clause inside another error
 	Op     string // "create QP", "open", …; may be empty
 	Device string // "rxe0"; may be empty
 	Path   string // device node or file involved; may be empty
@@ -49,27 +54,79 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
-	s, sep := e.Pkg+":", " "
+	s := ""
+	if e.Pkg != "" {
+		s = e.Pkg + ":"
+	}
 	if e.Op != "" {
-		s, sep = s+" "+e.Op, ": "
+		s = spaced(s, e.Op)
 	}
 	if e.Device != "" {
-		s, sep = s+" on "+e.Device, ": "
+		s = spaced(s, "on "+e.Device)
 	}
 	if e.Path != "" {
-		s, sep = s+" ("+e.Path+")", ": "
+		s = spaced(s, "("+e.Path+")")
 	}
-	if e.Err != nil {
-		s += sep + e.Err.Error()
+	if e.Err == nil {
+		return s
 	}
-	return s
+	cause := trimPrefix(e.Err.Error())
+	if s == "" || s[len(s)-1] == ':' {
+		return spaced(s, cause)
+	}
+	return s + ": " + cause
+}
+
+// spaced joins a and b with a space, or returns b if a is empty.
+func spaced(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " " + b
 }
 
 // Unwrap returns the cause.
 func (e *OpError) Unwrap() error { return e.Err }
 
-// Is reports whether target is the sentinel of the errno e wraps.
+// Is reports whether target is the sentinel of the errno e wraps, unless
+// the cause names another sentinel itself (ENODEV under ErrNoRoute is not
+// also ErrNoDevice).
 func (e *OpError) Is(target error) bool {
 	s := errnoSentinelOf(e.Err)
-	return s != nil && s == target
+	if s == nil || s != target {
+		return false
+	}
+	for _, x := range sentinels {
+		if x != s && errors.Is(e.Err, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// sentinels are the sentinels an errno may map to.
+var sentinels = []error{ErrNotSupported, ErrNoDevice, ErrPermission, ErrInvalidArgument, ErrTimeout, ErrNoRoute, ErrRejected, ErrBusy}
+
+// pkgNames are the prefixes the module's packages start their errors with.
+var pkgNames = []string{"rdmacm", "rsocket", "cm", "engine", "umad", "uverbs", "mad", "ece", "qp", "rdma"}
+
+// trimPrefix returns msg without the package prefixes ("cm: ",
+// "uverbs: ", …) this module's packages start their errors with.
+func trimPrefix(msg string) string {
+	for {
+		rest, ok := trimOne(msg)
+		if !ok {
+			return msg
+		}
+		msg = rest
+	}
+}
+
+func trimOne(msg string) (string, bool) {
+	for _, p := range pkgNames {
+		if len(msg) > len(p)+2 && msg[:len(p)] == p && msg[len(p)] == ':' && msg[len(p)+1] == ' ' {
+			return msg[len(p)+2:], true
+		}
+	}
+	return msg, false
 }

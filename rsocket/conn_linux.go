@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm"
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
@@ -379,7 +380,7 @@ func (c *Conn) watch() {
 	if errors.Is(err, io.EOF) {
 		c.k.disconnected()
 	} else if c.k.connected {
-		c.k.fail(fmt.Errorf("rsocket: %w", err))
+		c.k.fail(errfmt.Wrap("rsocket", "", err))
 	}
 	c.mu.Unlock()
 	c.wake()

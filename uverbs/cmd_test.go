@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-rdma/rdmacm/ece"
@@ -114,6 +115,11 @@ func TestModifyQPEncoding(t *testing.T) {
 	err := q.Modify(&qp.Attr{State: qp.RTS}, qp.MaskState)
 	if !errors.Is(err, qp.ErrMissingAttr) || len(written(t, x, path)) != 0 {
 		t.Errorf("RTR→RTS without SQ_PSN: %v", err)
+	}
+	// One sentence, one prefix: the QP, the state asked for, the device,
+	// then qp's reason without its own prefix.
+	if want := "uverbs: modify QP 0x0 to RTS on file0: RC RTR→RTS: missing "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q, want it to start with %q", err, want)
 	}
 	// With ECE options pending (mlx5 SetECE) the modify becomes
 	// EX_MODIFY_QP {0x8000001a, in_words 15, out_words 1} with ex_hdr

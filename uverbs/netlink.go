@@ -441,7 +441,7 @@ var nlSeq atomic.Uint32
 // attributes of each reply message until the kernel is done.
 func nlRequest(op uint16, flags uint16, attrs []byte, fn func(attrs []byte) error) error {
 	// Raw syscalls (abi.NetlinkSocket): the kernel answers inside the
-	// request (issue 17).
+	// request.
 	fd, pid, err := abi.NetlinkSocket(abi.NetlinkRDMA)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ type provider interface {
 	// hasECE reports whether the provider carries ECE (mlx5, when the
 	// context reports firmware support). A method, not an interface
 	// assertion: a failed interface assertion takes the runtime's itab
-	// lock on every call (issue 17).
+	// lock on every call.
 	hasECE() bool
 	queryECE(q *QP) (ece.ECE, error)
 	setECE(q *QP, e ece.ECE) error

@@ -91,7 +91,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		return nil, err
 	}
 	q, err := pd.createQPLocked(init)
-	x.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
+	x.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
 	return q, err
 }
 
@@ -204,8 +204,21 @@ func (q *QP) Close() error {
 func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 	q.mu.Lock()
 	err := q.modifyLocked(attr, mask)
-	q.mu.Unlock() // not deferred (issue 17)
+	q.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
 	return err
+}
+
+// modifyOp names a modify in an error: the QP, the state it was moved to
+// and, for the kernel's refusal, the attributes sent.
+func modifyOp(num uint32, a *qp.Attr, mask qp.Mask, withMask bool) string {
+	s := fmt.Sprintf("modify QP %#x", num)
+	if mask&qp.MaskState != 0 {
+		s += " to " + a.State.String()
+	}
+	if withMask {
+		s += " (" + mask.String() + ")"
+	}
+	return s
 }
 
 // modifyLocked is Modify under q.mu.
@@ -218,7 +231,7 @@ func (q *QP) modifyLocked(attr *qp.Attr, mask qp.Mask) error {
 	}
 	a := &q.attr
 	if err := qp.Check(q.typ, q.state, a, mask); err != nil {
-		return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("modify QP %#x", q.num), Device: x.dev.Name, Err: err}
+		return opError(modifyOp(q.num, a, mask, false), x.dev.Name, err)
 	}
 	base := modifyCmd(q, a, mask)
 	drvIn, drvOut, needEx := x.prov.modifyQPData(q, a, mask)
@@ -231,7 +244,7 @@ func (q *QP) modifyLocked(attr *qp.Attr, mask qp.Mask) error {
 		err = x.execIn(abi.UverbsCmdModifyQP, abi.Bytes(&base))
 	}
 	if err != nil {
-		return opErr(fmt.Sprintf("modify QP %#x (%v)", q.num, mask), x.dev.Name, err)
+		return opError(modifyOp(q.num, a, mask, true), x.dev.Name, err)
 	}
 	x.prov.modifyQPDone(q, a, mask, drvOut)
 	if mask&qp.MaskPort != 0 {

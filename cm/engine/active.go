@@ -51,9 +51,9 @@ func clamp7(v uint8) uint8 { return min(v, 7) }
 // returns the new ID in REQ_SENT.
 func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 	e.setNow(now)
-	const op = "Connect"
+	const op = "connect"
 	if err := checkPath(&p.Path); err != nil {
-		return 0, fmt.Errorf("engine: %s: %w", op, err)
+		return 0, errorf("%s: %w", op, err)
 	}
 	qt := p.QPType
 	if qt == 0 {
@@ -66,7 +66,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 	case qp.UC:
 		tst = mad.TransportUC
 	default:
-		return 0, fmt.Errorf("engine: %s: QP type %v: %w", op, qt, ErrInvalidArgument)
+		return 0, errorf("%s: QP type %v: %w", op, qt, ErrInvalidArgument)
 	}
 	resp, retries := p.CMResponseTimeout, p.MaxCMRetries
 	if resp == 0 {
@@ -76,7 +76,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 		retries = e.cfg.MaxCMRetries
 	}
 	if resp > mad.MaxTimeout || retries > 15 || p.QPN > 0xffffff || p.ECE.VendorID > ece.MaxVendorID {
-		return 0, fmt.Errorf("engine: %s: timeout, retries, QPN or ECE vendor out of range: %w", op, ErrInvalidArgument)
+		return 0, errorf("%s: timeout, retries, QPN or ECE vendor out of range: %w", op, ErrInvalidArgument)
 	}
 	path := p.Path
 	m := mad.REQ{
@@ -101,20 +101,20 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 	}
 	if p.PortSpace != 0 {
 		if !p.Dst.IsValid() {
-			return 0, fmt.Errorf("engine: %s: IP addressing without a destination: %w", op, ErrInvalidArgument)
+			return 0, errorf("%s: IP addressing without a destination: %w", op, ErrInvalidArgument)
 		}
 		if len(p.PrivateData) > mad.REQUserDataSize {
-			return 0, fmt.Errorf("engine: %s: %d bytes of private data, at most %d: %w", op, len(p.PrivateData), mad.REQUserDataSize, ErrInvalidArgument)
+			return 0, errorf("%s: %d bytes of private data, at most %d: %w", op, len(p.PrivateData), mad.REQUserDataSize, ErrInvalidArgument)
 		}
 		m.ServiceID = mad.ServiceID(p.PortSpace, p.Dst.Port())
 		if err := ipPrivateData(m.PrivateData[:], p.Src, p.Dst, p.PrivateData); err != nil {
-			return 0, fmt.Errorf("engine: %s: %w", op, err)
+			return 0, errorf("%s: %w", op, err)
 		}
 		if path.RoCE && path.FlowLabel == 0 {
 			path.FlowLabel = RoCEFlowLabel(p.Src.Port(), p.Dst.Port())
 		}
 	} else if err := m.SetPrivateData(p.PrivateData); err != nil {
-		return 0, fmt.Errorf("engine: %s: %w: %w", op, ErrInvalidArgument, err)
+		return 0, errorf("%s: %w: %w", op, ErrInvalidArgument, err)
 	}
 	// cm_format_req: real LIDs and SubnetLocal only within the subnet
 	// (hop limit <= 1); otherwise the permissive LID.
@@ -130,7 +130,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 
 	c, err := e.newConn(StateIdle)
 	if err != nil {
-		return 0, fmt.Errorf("engine: %s: %w", op, err)
+		return 0, errorf("%s: %w", op, err)
 	}
 	m.LocalCommID = c.localID
 	m.StartingPSN = e.cfg.Source.PSN() & 0xffffff
@@ -160,7 +160,7 @@ func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 		// rdma_create_qp moves the QP to INIT before any CM exchange.
 		if err := e.qpMove(c, qp.InitAttrBeforeCM); err != nil {
 			e.release(c)
-			return 0, fmt.Errorf("engine: %s: %w", op, err)
+			return 0, errorf("%s: %w", op, err)
 		}
 	}
 	o := e.out(c.addr)
@@ -265,15 +265,15 @@ func (e *Engine) dupREP(from Addr, v mad.REPView) {
 // QP) after EventConnectReply.
 func (e *Engine) Establish(now time.Time, id ID, privateData []byte) error {
 	e.setNow(now)
-	c, err := e.lookup("Establish", id)
+	c, err := e.lookup("establish", id)
 	if err != nil {
 		return err
 	}
 	if len(privateData) > mad.RTUPrivateDataSize {
-		return opError("Establish", id, ErrInvalidArgument)
+		return opError("establish", id, ErrInvalidArgument)
 	}
 	if c.state != StateREPRcvd && c.state != StateMRAREPSent {
-		return stateError("Establish", c)
+		return stateError("establish", c)
 	}
 	e.sendRTU(c, c.addr, privateData)
 	e.setState(c, StateEstablished)

@@ -343,7 +343,7 @@ func (e *Engine) sendRejLocked(c *conn, reason mad.RejectReason, ari, pd []byte)
 	case StateREPSent, StateMRAREPRcvd:
 		e.enterTimewait(c)
 	default:
-		return stateError("Reject", c)
+		return stateError("reject", c)
 	}
 	e.unpend(c)
 	e.sendREJ(c, from, reason, ari, pd)

@@ -10,7 +10,7 @@ import (
 // it is resent like the REQ or REP was.
 func (e *Engine) sendDREQ(c *conn, pd []byte) error {
 	if c.state != StateEstablished {
-		return stateError("Disconnect", c)
+		return stateError("disconnect", c)
 	}
 	o := e.out(c.addr)
 	e.formatDREQ(c, o, pd)
@@ -24,7 +24,7 @@ func (e *Engine) sendDREQ(c *conn, pd []byte) error {
 // ib_send_cm_drep). A driven QP goes to ERR first (cma_modify_qp_err).
 func (e *Engine) Disconnect(now time.Time, id ID, privateData []byte) error {
 	e.setNow(now)
-	const op = "Disconnect"
+	const op = "disconnect"
 	c, err := e.lookup(op, id)
 	if err != nil {
 		return err
@@ -157,7 +157,7 @@ func (e *Engine) recvREJ(v mad.REJView) {
 // TimeWait keeps its communication ID until TimeWait is over.
 func (e *Engine) Destroy(now time.Time, id ID) error {
 	e.setNow(now)
-	c, err := e.lookup("Destroy", id)
+	c, err := e.lookup("destroy", id)
 	if err != nil {
 		return err
 	}

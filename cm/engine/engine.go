@@ -212,7 +212,7 @@ func (e *Engine) allocID() (uint32, error) {
 			return id, nil
 		}
 	}
-	return 0, ErrNoResources
+	return 0, ErrNoResources // the caller names the operation
 }
 
 func (e *Engine) newConn(state State) (*conn, error) {

@@ -1,61 +1,85 @@
 package engine
 
 import (
-	"fmt"
+	"errors"
 	"syscall"
 
+	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
-// sentinel is an engine error that matches the package rdma sentinel for
-// its condition (if any) and the errno the kernel's CM returns in the same
-// case, so errors.Is(err, rdma.ErrInvalidState) and errors.Is(err,
-// syscall.EINVAL) both hold.
-type sentinel struct {
-	msg   string
-	base  error
+// Sentinel errors; match them with errors.Is. The three shared with other
+// packages are package rdma's values, so engine.ErrBusy == rdma.ErrBusy.
+// The errors the engine returns read "engine: op ID: cause" and also
+// match the errno the kernel's CM returns in the same case, so
+// errors.Is(err, rdma.ErrInvalidState) and errors.Is(err, syscall.EINVAL)
+// both hold.
+var (
+	// ErrInvalidState: the operation is not allowed in the ID's state
+	// (EINVAL, as ib_send_cm_* return).
+	ErrInvalidState = rdma.ErrInvalidState
+	// ErrInvalidArgument: a parameter is out of range (EINVAL).
+	ErrInvalidArgument = rdma.ErrInvalidArgument
+	// ErrBusy: the service ID already has a listener (EBUSY, as
+	// ib_cm_listen).
+	ErrBusy = rdma.ErrBusy
+	// ErrUnknownID: no such ID (ENOENT).
+	ErrUnknownID = errors.New("unknown ID")
+	// ErrNoResources: no free communication ID (ENOMEM).
+	ErrNoResources = errors.New("no free communication ID")
+	// ErrConnected: Notify on an established connection (EISCONN, as
+	// cm_establish).
+	ErrConnected = errors.New("already established")
+)
+
+// errnos is the errno the kernel's CM returns for each sentinel.
+var errnos = []struct {
+	sentinel error
+	errno    syscall.Errno
+}{
+	{ErrInvalidState, syscall.EINVAL},
+	{ErrInvalidArgument, syscall.EINVAL},
+	{ErrBusy, syscall.EBUSY},
+	{ErrUnknownID, syscall.ENOENT},
+	{ErrNoResources, syscall.ENOMEM},
+	{ErrConnected, syscall.EISCONN},
+}
+
+// errnoError is an engine error that also matches the kernel CM's errno
+// for its sentinel. The errno is matched by Is, not unwrapped, so that an
+// invalid state (EINVAL) does not read as rdma.ErrInvalidArgument through
+// rdma.ErrnoSentinel.
+type errnoError struct {
+	err   error
 	errno syscall.Errno
 }
 
-func (s *sentinel) Error() string { return s.msg }
+func (e *errnoError) Error() string { return e.err.Error() }
+func (e *errnoError) Unwrap() error { return e.err }
 
-// Is matches the rdma sentinel and the errno as well as s itself.
-func (s *sentinel) Is(target error) bool {
-	if e, ok := target.(syscall.Errno); ok {
-		return e == s.errno
-	}
-	return s.base != nil && target == s.base
+// Is matches the errno; the sentinel is matched through Unwrap.
+func (e *errnoError) Is(target error) bool {
+	t, ok := target.(syscall.Errno)
+	return ok && t == e.errno
 }
 
-// Errno returns the errno the kernel returns in the same case.
-func (s *sentinel) Errno() syscall.Errno { return s.errno }
-
-// Sentinel errors; match them with errors.Is. Each also matches its errno
-// and, where one exists, its package rdma sentinel; the errors the engine
-// returns read "engine: op ID: cause".
-var (
-	// ErrInvalidState: the operation is not allowed in the ID's state
-	// (rdma.ErrInvalidState; EINVAL, as ib_send_cm_* return).
-	ErrInvalidState error = &sentinel{"operation not allowed in this state", rdma.ErrInvalidState, syscall.EINVAL}
-	// ErrInvalidArgument: a parameter is out of range
-	// (rdma.ErrInvalidArgument; EINVAL).
-	ErrInvalidArgument error = &sentinel{"invalid argument", rdma.ErrInvalidArgument, syscall.EINVAL}
-	// ErrUnknownID: no such ID (ENOENT).
-	ErrUnknownID error = &sentinel{"unknown ID", nil, syscall.ENOENT}
-	// ErrBusy: the service ID already has a listener (rdma.ErrBusy;
-	// EBUSY, as ib_cm_listen).
-	ErrBusy error = &sentinel{"service ID in use", rdma.ErrBusy, syscall.EBUSY}
-	// ErrNoResources: no free communication ID (ENOMEM).
-	ErrNoResources error = &sentinel{"no free communication ID", nil, syscall.ENOMEM}
-	// ErrConnected: Notify on an established connection (EISCONN, as
-	// cm_establish).
-	ErrConnected error = &sentinel{"already established", nil, syscall.EISCONN}
-)
+// errorf is fmt.Errorf("engine: "+format, args...), its error arguments
+// without their package prefixes (errfmt.Errorf), that also matches the
+// errno of the sentinel it wraps.
+func errorf(format string, args ...any) error {
+	err := errfmt.Errorf("engine: "+format, args...)
+	for _, r := range errnos {
+		if errors.Is(err, r.sentinel) {
+			return &errnoError{err, r.errno}
+		}
+	}
+	return err
+}
 
 func opError(op string, id ID, err error) error {
-	return fmt.Errorf("engine: %s %v: %w", op, id, err)
+	return errorf("%s ID %v: %w", op, id, err)
 }
 
 func stateError(op string, c *conn) error {
-	return fmt.Errorf("engine: %s %v in state %v: %w", op, ID(c.localID), c.state, ErrInvalidState)
+	return errorf("%s ID %v in state %v: %w", op, ID(c.localID), c.state, ErrInvalidState)
 }

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -251,7 +252,7 @@ func mustState(t *testing.T, n *node, id engine.ID, want engine.State) {
 // establish runs a full handshake a -> b with b listening and accepting.
 func establish(t *testing.T, w *wire, a, b *node) (active, passive engine.ID) {
 	t.Helper()
-	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort}); err != nil && !strings.Contains(err.Error(), "in use") {
+	if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort}); err != nil && !errors.Is(err, engine.ErrBusy) {
 		t.Fatal(err)
 	}
 	id, err := a.e.Connect(w.now, w.connectParams(a, b))

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net/netip"
 	"time"
 
@@ -20,18 +19,18 @@ func (e *Engine) Listen(now time.Time, p ListenParams) (ID, error) {
 		qt = qp.RC
 	}
 	if qt != qp.RC && qt != qp.UC && qt != qp.UD {
-		return 0, fmt.Errorf("engine: Listen: QP type %v: %w", qt, ErrInvalidArgument)
+		return 0, errorf("listen: QP type %v: %w", qt, ErrInvalidArgument)
 	}
 	sid := p.ServiceID
 	if p.PortSpace != 0 {
 		sid = mad.ServiceID(p.PortSpace, p.Port)
 	}
 	if e.listeners[sid] != nil {
-		return 0, fmt.Errorf("engine: Listen: service ID %#x: %w", sid, ErrBusy)
+		return 0, errorf("listen: service ID %#x in use: %w", sid, ErrBusy)
 	}
 	c, err := e.newConn(StateIdle)
 	if err != nil {
-		return 0, fmt.Errorf("engine: Listen: %w", err)
+		return 0, errorf("listen: %w", err)
 	}
 	c.serviceID = sid
 	c.context = p.Context
@@ -224,7 +223,7 @@ func (e *Engine) dupREQ(c *conn, from Addr) {
 // Accept sends the REP (ib_send_cm_rep; rdma_accept).
 func (e *Engine) Accept(now time.Time, id ID, p AcceptParams) error {
 	e.setNow(now)
-	const op = "Accept"
+	const op = "accept"
 	c, err := e.lookup(op, id)
 	if err != nil {
 		return err
@@ -244,7 +243,7 @@ func (e *Engine) Accept(now time.Time, id ID, p AcceptParams) error {
 		// REP (cma_accept_ib).
 		for _, b := range []qpBuilder{qp.InitAttr, qp.RTRAttr, qp.RTSAttr} {
 			if err := e.qpMove(c, b); err != nil {
-				return fmt.Errorf("engine: %s %v: %w", op, id, err)
+				return errorf("%s %v: %w", op, id, err)
 			}
 		}
 	}
@@ -277,7 +276,7 @@ func (e *Engine) Accept(now time.Time, id ID, p AcceptParams) error {
 // as the rdma_cm does for UD IDs.
 func (e *Engine) Reject(now time.Time, id ID, reason mad.RejectReason, ari, privateData []byte) error {
 	e.setNow(now)
-	const op = "Reject"
+	const op = "reject"
 	c, err := e.lookup(op, id)
 	if err != nil {
 		return err
@@ -298,7 +297,7 @@ func (e *Engine) Reject(now time.Time, id ID, reason mad.RejectReason, ari, priv
 // since the engine arms that one itself.
 func (e *Engine) MRA(now time.Time, id ID, serviceTimeout uint8, privateData []byte) error {
 	e.setNow(now)
-	const op = "MRA"
+	const op = "send MRA"
 	c, err := e.lookup(op, id)
 	if err != nil {
 		return err
@@ -343,16 +342,16 @@ func (e *Engine) recvRTU(v mad.RTUView) {
 // ESTABLISHED.
 func (e *Engine) Notify(now time.Time, id ID) error {
 	e.setNow(now)
-	c, err := e.lookup("Notify", id)
+	c, err := e.lookup("notify", id)
 	if err != nil {
 		return err
 	}
 	switch c.state {
 	case StateREPSent, StateMRAREPRcvd:
 	case StateEstablished:
-		return opError("Notify", id, ErrConnected)
+		return opError("notify", id, ErrConnected)
 	default:
-		return stateError("Notify", c)
+		return stateError("notify", c)
 	}
 	e.setState(c, StateEstablished)
 	e.cancelMsg(c)
@@ -369,12 +368,12 @@ func (e *Engine) Notify(now time.Time, id ID) error {
 // changes nothing.
 func (e *Engine) Migrate(now time.Time, id ID) error {
 	e.setNow(now)
-	c, err := e.lookup("Migrate", id)
+	c, err := e.lookup("migrate", id)
 	if err != nil {
 		return err
 	}
 	if c.state != StateEstablished {
-		return stateError("Migrate", c)
+		return stateError("migrate", c)
 	}
 	return nil
 }
@@ -383,7 +382,7 @@ func (e *Engine) Migrate(now time.Time, id ID) error {
 // RTS (ib_cm_init_qp_attr with the rdma_cm's overrides), in the states the
 // kernel allows.
 func (e *Engine) InitQPAttr(id ID, to qp.State) (qp.Attr, qp.Mask, error) {
-	c, err := e.lookup("InitQPAttr", id)
+	c, err := e.lookup("get QP attributes", id)
 	if err != nil {
 		return qp.Attr{}, 0, err
 	}
@@ -409,7 +408,7 @@ func (e *Engine) InitQPAttr(id ID, to qp.State) (qp.Attr, qp.Mask, error) {
 		}
 	}
 	if !ok || c.qpType == 0 {
-		return qp.Attr{}, 0, stateError("InitQPAttr", c)
+		return qp.Attr{}, 0, stateError("get QP attributes", c)
 	}
 	return b(e.cmParams(c), c.qpType)
 }

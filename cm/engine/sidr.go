@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/go-rdma/rdmacm/mad"
@@ -12,29 +11,29 @@ import (
 // (ib_send_cm_sidr_req; the rdma_cm's cma_resolve_ib_udp).
 func (e *Engine) ResolveSIDR(now time.Time, p SIDRParams) (ID, error) {
 	e.setNow(now)
-	const op = "ResolveSIDR"
+	const op = "resolve SIDR"
 	if err := checkPath(&p.Path); err != nil {
-		return 0, fmt.Errorf("engine: %s: %w", op, err)
+		return 0, errorf("%s: %w", op, err)
 	}
 	if p.MaxRetries > 15 || p.Timeout < 0 {
-		return 0, fmt.Errorf("engine: %s: retries or timeout out of range: %w", op, ErrInvalidArgument)
+		return 0, errorf("%s: retries or timeout out of range: %w", op, ErrInvalidArgument)
 	}
 	m := &e.scratch.sidrREQ
 	*m = mad.SIDRREQ{ServiceID: p.ServiceID, PartitionKey: p.Path.PKey}
 	if p.PortSpace != 0 {
 		if !p.Dst.IsValid() || len(p.PrivateData) > mad.SIDRREQUserDataSize {
-			return 0, fmt.Errorf("engine: %s: destination or private data: %w", op, ErrInvalidArgument)
+			return 0, errorf("%s: destination or private data: %w", op, ErrInvalidArgument)
 		}
 		m.ServiceID = mad.ServiceID(p.PortSpace, p.Dst.Port())
 		if err := ipPrivateData(m.PrivateData[:], p.Src, p.Dst, p.PrivateData); err != nil {
-			return 0, fmt.Errorf("engine: %s: %w", op, err)
+			return 0, errorf("%s: %w", op, err)
 		}
 	} else if err := m.SetPrivateData(p.PrivateData); err != nil {
-		return 0, fmt.Errorf("engine: %s: %w: %w", op, ErrInvalidArgument, err)
+		return 0, errorf("%s: %w: %w", op, ErrInvalidArgument, err)
 	}
 	c, err := e.newConn(StateIdle)
 	if err != nil {
-		return 0, fmt.Errorf("engine: %s: %w", op, err)
+		return 0, errorf("%s: %w", op, err)
 	}
 	c.context = p.Context
 	c.serviceID = m.ServiceID
@@ -116,7 +115,7 @@ func (e *Engine) recvSIDRREQ(from Addr, v mad.SIDRREQView) {
 // its vendor bits 15:0, as cm_format_sidr_rep writes them.
 func (e *Engine) ReplySIDR(now time.Time, id ID, p SIDRReplyParams) error {
 	e.setNow(now)
-	const op = "ReplySIDR"
+	const op = "reply SIDR"
 	c, err := e.lookup(op, id)
 	if err != nil {
 		return err
