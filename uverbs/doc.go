@@ -21,21 +21,29 @@
 // and sit in the Go netpoller; waits take a context, Close interrupts them,
 // and reads drain the fd until EAGAIN because readiness is edge-triggered.
 //
-// Providers. The soft-RoCE (rxe) provider is complete: CQs and work queues
-// are the rings the kernel shares (mmap of the uverbs fd at the offsets in
-// the create responses); PostSend writes WQEs and rings the POST_SEND
+// Providers. The soft-RoCE (rxe) provider: CQs and work queues are the
+// rings the kernel shares (mmap of the uverbs fd at the offsets in the
+// create responses); PostSend writes WQEs and rings the POST_SEND
 // doorbell, PostRecv and Poll make no syscall. Indices are accessed with
 // sync/atomic for acquire/release ordering on every architecture.
 //
+// The mlx5 provider (ConnectX, BlueField) has the whole data path, after
+// libmlx5 from rdma-core v44 with its default settings: CQ and work queue
+// buffers and doorbell records mmap'd off the Go heap, static or dynamic
+// UARs, RC, UC and UD QPs, PostSend with inline data and BlueFlame
+// doorbells, PostRecv, Poll with error syndromes and scatter-to-CQE, and
+// CQ arming through the UAR; none of them makes a syscall. It is proven
+// byte for byte, barriers included, against NVIDIA's libmlx5 on a
+// simulated ConnectX (internal/mlx5sim), not yet on silicon
+// (docs/hardware.md).
+//
 // ECE. QP.QueryECE and QP.SetECE return an error matching ErrNotSupported
 // and unix.EOPNOTSUPP on providers without ECE, rxe included, as
-// libibverbs does. For mlx5 the provider-side ECE logic (the context's
-// MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE capability bit, ece_options in the
-// create-QP and modify-QP driver data, set/query rules) is implemented per
-// the mlx5 ABI and unit-tested, and its structs are layout-tested against
-// /usr/include/rdma/mlx5-abi.h — but it has NOT been run on mlx5 hardware,
-// and the mlx5 data path (queue buffers, doorbell records, UAR mapping) is
-// not implemented, so CQs and QPs cannot yet be created on mlx5 devices.
+// libibverbs does. For mlx5 the provider's ECE logic follows
+// mlx5_set_ece: the context's MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE
+// capability bit (Context.HasECE), ece_options in the create-QP and
+// modify-QP driver data, and the set/query rules; its structs are
+// layout-tested against /usr/include/rdma/mlx5-abi.h.
 //
 // Other drivers get a generic provider: control-path commands without
 // driver data, no data path.

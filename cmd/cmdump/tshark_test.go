@@ -316,7 +316,7 @@ func checkFlowLabelAndRate(t *testing.T, madData []byte, fields map[string]strin
 
 // TestTsharkIndependentDecode builds REQ, REP, RTU, REJ, DREQ and DREP with
 // package mad, frames them with roce, writes a pcap and checks every field
-// tshark decodes against the struct values (issue 2).
+// tshark decodes against the struct values: a decoder that is not ours.
 func TestTsharkIndependentDecode(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {

@@ -221,7 +221,7 @@ const settle = "sleep 3; "
 // returns the command that runs it there, so that the Go clients run from
 // guest memory as the C clients do (from the guest's root file system,
 // also in memory). BENCH_GODEBUG=V runs it with GODEBUG=V, for
-// experiments such as disablethp=1 (docs/benchmarks.md "Eighth pass").
+// experiments such as disablethp=1 (docs/benchmarks.md, disconnect).
 // Run from the 9p share, every run faulted its code in through 9p again
 // and TCG translated it afresh, inside the timed steps: the engine's first
 // Connect took 20-30 ms that way, against 0.8-5.7 ms from tmpfs once the
@@ -312,7 +312,7 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 	// still holds for them at the first write to each). Without it, the
 	// engine's create qp was 1.23-1.29x librdmacm's in the rounds that
 	// unloaded right before it and 0.99-1.02x in the others (70 rounds;
-	// QEMU's own profile showed the invalidation; issue 17, fifth pass).
+	// QEMU's own profile showed the invalidation).
 	warmUp := map[bool]string{true: clients["c"], false: clients["e"]}
 	// The kernel CM's two clients run together (between load and unload).
 	orders := []string{"cke", "eck", "kce", "ekc"}

@@ -272,8 +272,8 @@ func (a *app) cmtimeClient(ctx context.Context) error {
 	// CQs, on the ID's device, and every QP uses them; they close after
 	// the destroy step: a DESTROY_CQ can wait in rxe (about 20 ms in the
 	// disconnect step) and, between disconnect and destroy, woke Go's
-	// sysmon into the destroy step (issue 17, docs/benchmarks.md "Fourth
-	// pass").
+	// sysmon into the destroy step (docs/benchmarks.md, "Connection
+	// lifecycle").
 	var shared cm.QPInit
 	a.stepUsage(t, stepCreateQP, 0)
 	t.steps[stepCreateQP][0] = time.Now()
@@ -353,7 +353,7 @@ type stdoutBuffer struct {
 // stdoutIsTerminal is looked up once at start-up, as glibc's stdio does
 // (isatty), with a raw ioctl: fstat through the scheduler, here or right
 // before a step, was retaken by Go's sysmon and restarted its 20 µs
-// polling (issue 17, docs/benchmarks.md "Third pass", "Fourth pass").
+// polling (docs/benchmarks.md, create id).
 var stdoutIsTerminal = abi.IsTerminal(1) // stdout; os.Stdout.Fd() could make it blocking
 
 func newStdoutBuffer(lineBuffered bool) *stdoutBuffer {
@@ -403,11 +403,11 @@ func (a *app) cmtimeDestroy(t *cmTimer) {
 
 // stepUsage records the process's context switches and minor faults at
 // the start (end 0) or end (1) of step s with -cmtime-usage: where Go's
-// sysmon wakes (a switch each) or fresh memory is touched (issue 17).
+// sysmon wakes (a switch each) or fresh memory is touched.
 // printUsage prints them after the last step: a write to stderr between
 // steps goes through the scheduler's syscall path, and when it is retaken
 // it restarts sysmon's 20 µs polling in the next step (docs/benchmarks.md,
-// "Third pass"). -d is not needed (it traces the CM, which slows the
+// create id). -d is not needed (it traces the CM, which slows the
 // steps).
 func (a *app) stepUsage(t *cmTimer, s cmStep, end int) {
 	if !a.cfg.cmtimeUsage {
@@ -423,7 +423,7 @@ func (a *app) stepUsage(t *cmTimer, s cmStep, end int) {
 
 // processStart is about when the runtime started: -cmtime-usage gives
 // each step's edges from it, to set beside the times of sysmon's restarts
-// that a `sysmon_goroot.py trace` build prints (tracetools/README.md).
+// that a `sysmon_goroot.py trace` build prints (bench/README.md).
 var processStart = time.Now()
 
 func (a *app) printUsage(t *cmTimer) {

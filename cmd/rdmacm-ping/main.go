@@ -47,7 +47,7 @@ func main() {
 	// the runtime (signal_recv) with an immediate handoff of the P to
 	// another thread; left for later, it first ran when sysmon preempted
 	// the -cmtime create id step, which then moved to a new thread in the
-	// middle of the step (issue 17, docs/benchmarks.md "Fourth pass").
+	// middle of the step (docs/benchmarks.md, create id).
 	runtime.Gosched()
 	if cfg.cpuprofile != "" {
 		f, err := os.Create(cfg.cpuprofile)

@@ -5,8 +5,8 @@ import "golang.org/x/sys/unix"
 // selfUsage returns this process's context switches (voluntary and not,
 // all threads) and minor page faults. getrusage is a raw syscall in
 // x/sys/unix: it does not pass through the scheduler, so reading it
-// neither wakes Go's sysmon nor counts a switch of its own (issue 17:
-// -cmtime-usage prints both per cmtime step).
+// neither wakes Go's sysmon nor counts a switch of its own (-cmtime-usage
+// prints both per cmtime step).
 //
 // threadSwitches are those of the calling thread (RUSAGE_THREAD): the
 // step's goroutine runs on one thread with GOMAXPROCS=1, so the rest are

@@ -70,7 +70,7 @@ type MachineConfig struct {
 
 // guestCPUs is the guests' vCPU count: 1, or $VMTEST_SMP (a positive
 // number) for experiments only, such as giving Go's sysmon a CPU of its
-// own (issue 17, docs/benchmarks.md "Third pass"). Tests and benchmarks
+// own (docs/benchmarks.md, create id). Tests and benchmarks
 // assume 1.
 func guestCPUs() string {
 	if n, err := strconv.Atoi(os.Getenv("VMTEST_SMP")); err == nil && n > 0 {
