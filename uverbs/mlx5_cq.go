@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/barrier"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -202,7 +203,7 @@ func (c *mlx5CQ) pollList(wc []WC) int {
 		}
 		c.consIndex = ci + 1
 		// Read the CQE only after the ownership check.
-		abi.UDMAFromDeviceBarrier()
+		barrier.UDMAFromDevice()
 		w := &wc[n]
 		own := e[cqeOpOwn]
 		if own>>4 != mlx5CQEReq || own&(mlx5InlineScatter32|mlx5InlineScatter64) != 0 {
@@ -259,7 +260,7 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	}
 	c.consIndex = ci + 1
 	// Read the CQE only after the ownership check.
-	abi.UDMAFromDeviceBarrier()
+	barrier.UDMAFromDevice()
 	own := e[cqeOpOwn]
 	if own>>4 == mlx5CQEReq && own&(mlx5InlineScatter32|mlx5InlineScatter64) == 0 {
 		sop := binary.BigEndian.Uint32(e[cqeSopDropQPN:])
@@ -523,9 +524,9 @@ func (c *mlx5CQ) arm(solicited bool) error {
 	hi := sn<<28 | cmd | ci
 	c.db[mlx5CQArmDB] = htobe32(hi)
 	// mmio_wc_start: the doorbell record is written before the UAR store.
-	abi.MMIOFlushWrites()
+	barrier.MMIOFlushWrites()
 	mmioWrite64BE(unsafe.Add(c.p.cqUARReg, mlx5CQDoorbell), uint64(hi)<<32|uint64(c.cqn))
-	abi.MMIOFlushWrites()
+	barrier.MMIOFlushWrites()
 	return nil
 }
 
@@ -581,7 +582,7 @@ func (c *mlx5CQ) clean(rsn uint32) {
 	}
 	if nfreed != 0 {
 		c.consIndex += nfreed
-		abi.UDMAToDeviceBarrier()
+		barrier.UDMAToDevice()
 		c.updateCI()
 	}
 }

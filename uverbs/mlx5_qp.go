@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/barrier"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -73,12 +74,12 @@ type mlx5WQ struct {
 
 // wqTail is mlx5_wq.tail: written by poll under the CQ lock, read by
 // post without it (mlx5_wq_overflow's first look). Loads are atomic;
-// stores are release stores (abi.StoreRelease32: on amd64 a plain
+// stores are release stores (barrier.StoreRelease32: on amd64 a plain
 // store, as libmlx5's, where atomic's Store is a locked XCHG).
 type wqTail struct{ v uint32 }
 
 func (t *wqTail) Load() uint32   { return atomic.LoadUint32(&t.v) }
-func (t *wqTail) Store(v uint32) { abi.StoreRelease32(&t.v, v) }
+func (t *wqTail) Store(v uint32) { barrier.StoreRelease32(&t.v, v) }
 
 // mlx5WQSize is the sizing part of struct mlx5_wq.
 type mlx5WQSize struct {
@@ -116,9 +117,9 @@ type mlx5QP struct {
 	inQPNTable bool
 
 	// sq.lock and rq.lock: mlx5_spinlock (a pthread spinlock unless
-	// MLX5_SINGLE_THREADED), as abi.SpinLock: one locked instruction per
+	// MLX5_SINGLE_THREADED), as barrier.SpinLock: one locked instruction per
 	// critical section.
-	sqMu, rqMu abi.SpinLock
+	sqMu, rqMu barrier.SpinLock
 
 	getECE uint32 // options the kernel/firmware reported
 	setECE uint32 // options to send with the next modify
@@ -614,7 +615,7 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	// device-visible, and the send queue lock, released by the
 	// doorbell's last store, covers both.
 	bf.offset ^= bf.bufSize
-	abi.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], htobe32(curPost&0xffff), reg,
+	barrier.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], htobe32(curPost&0xffff), reg,
 		unsafe.Pointer(&buf[c]), uintptr(n1), unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
 	return nil
 }
@@ -967,7 +968,7 @@ func (m *mlx5QP) setDataInlSeg(wr *SendWR, inlData bool, seg int) (sz int, ok bo
 // ringSend is post_send_db. Without a lock on the BlueFlame register
 // (the common case: a low-latency bfreg of its own) the sequence from
 // udma_to_device_barrier to mmio_flush_writes is one call,
-// abi.DoorbellWC, which keeps the same stores and fences in the same
+// barrier.DoorbellWC, which keeps the same stores and fences in the same
 // order; with a lock, and in the barrier mutant, it is spelt out here.
 func (m *mlx5QP) ringSend(nreq uint32, size, ctrl int) {
 	if nreq == 0 {
@@ -987,23 +988,23 @@ func (m *mlx5QP) ringSend(nreq uint32, size, ctrl int) {
 	if !bf.lock && mlx5Mutant != mutantBarrier {
 		// The copy's source wraps at the end of the SQ (mlx5_bf_copy).
 		n1 := min(n, len(buf)-ctrl)
-		abi.DoorbellWC(&m.db[mlx5SndDBR], dbval, reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
+		barrier.DoorbellWC(&m.db[mlx5SndDBR], dbval, reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
 			unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
 		bf.offset ^= bf.bufSize
 		return
 	}
 	// Descriptors are written before the doorbell record.
-	abi.UDMAToDeviceBarrier()
+	barrier.UDMAToDevice()
 	m.db[mlx5SndDBR] = dbval
 	if bf.lock {
 		// mmio_wc_spinlock: x86 relies on the lock's serialisation.
 		bf.mu.Lock()
 		if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
-			abi.MMIOFlushWrites()
+			barrier.MMIOFlushWrites()
 		}
 	} else if mlx5Mutant != mutantBarrier {
 		// mmio_wc_start: the record is written before the WC copy.
-		abi.MMIOFlushWrites()
+		barrier.MMIOFlushWrites()
 	}
 	if n > 8 {
 		m.bfCopy(reg, ctrl, n)
@@ -1011,10 +1012,10 @@ func (m *mlx5QP) ringSend(nreq uint32, size, ctrl int) {
 		*(*uint64)(reg) = *(*uint64)(unsafe.Pointer(&m.sqBuf[ctrl]))
 	}
 	if mlx5Mutant == mutantBarrier {
-		abi.MMIOFlushWrites() // mutation: mmio_wc_start after the WC copy
+		barrier.MMIOFlushWrites() // mutation: mmio_wc_start after the WC copy
 	}
 	// Flush the WC buffers before toggling the BlueFlame half.
-	abi.MMIOFlushWrites()
+	barrier.MMIOFlushWrites()
 	bf.offset ^= bf.bufSize
 	if bf.lock {
 		bf.mu.Unlock()
@@ -1083,7 +1084,7 @@ func (m *mlx5QP) postRecv(wrs []RecvWR) error {
 	if nreq > 0 {
 		rq.head += uint32(nreq)
 		// Descriptors are written before the doorbell record.
-		abi.UDMAToDeviceBarrier()
+		barrier.UDMAToDevice()
 		m.db[mlx5RcvDBR] = htobe32(rq.head & 0xffff)
 	}
 	return err
