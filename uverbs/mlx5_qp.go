@@ -476,27 +476,38 @@ func (m *mlx5QP) sendErr(i, n int, base error, errno unix.Errno, why string) err
 func putBE32(b []byte, off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }
 func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], v) }
 
-// Why writeWQE did not write a WR's WQE (0: it did).
+// Why writeWQE did not finish a WR's WQE (0: it did).
 const (
 	stopOpcode = 1 + iota
 	stopOverflow
 	stopSGEs
 	stopNoAH
-	stopInline
+	stopInline    // set_data_inl_seg failed
+	stopInlineSeg // the inline data segment is left to setDataInlSeg
 )
 
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
 // RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, then post_send_db:
 // writeWQE checks and writes each WR's WQE, and one doorbell rings for
-// all. A failed check's error (or the overflow test under the CQ lock)
-// is made here, out of writeWQE's way.
+// all. Whatever needs a call is done here, out of writeWQE's way (a
+// call there would make it spill on every path): the UD address
+// vector's lookup, inline data that wraps or comes in pieces, a failed
+// check's error and the overflow test under the CQ lock.
 func (m *mlx5QP) postSend(wrs []SendWR) error {
 	m.sqMu.Lock()
 	var err error
 	size, ctrl, nreq, locked := 0, 0, 0, false
 	for ; nreq < len(wrs); nreq++ {
-		sz, c, stop := m.writeWQE(&wrs[nreq], uint32(nreq), locked)
+		wr := &wrs[nreq]
+		var av *mlx5AV
+		if m.typ == qp.UD && wr.AH != nil {
+			av = m.p.av(wr.AH.num)
+		}
+		sz, c, stop := m.writeWQE(wr, uint32(nreq), locked, av)
 		locked = false
+		if stop == stopInlineSeg {
+			sz, stop = m.finishInlineWQE(wr, uint32(nreq), sz, c)
+		}
 		if stop != 0 {
 			if stop == stopOverflow && !m.overflow(&m.sq, uint32(nreq), m.q.sendCQ) {
 				nreq, locked = nreq-1, true // not full after all: again, with the test passed
@@ -539,12 +550,12 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 // writeWQE is the body of _mlx5_post_send's loop for wr, the nreq-th WR
 // of the list: the checks in libmlx5's order (the overflow test passed
 // already if locked), then the WQE: ctrl segment, remote address or
-// datagram segment, data segments or inline data. It returns the WQE's
-// size in 16-byte units and its offset in the SQ, or why it stopped.
-// Its only calls are for UD and for inline data that wraps or comes in
-// pieces, on paths of their own: the common WQE is written with every
-// value in a register.
-func (m *mlx5QP) writeWQE(wr *SendWR, nreq uint32, locked bool) (size, ctrl, stop int) {
+// datagram segment (av: the AH's address vector), data segments or
+// inline data. It returns the WQE's size in 16-byte units and its
+// offset in the SQ, or why it stopped; with stopInlineSeg, the size and
+// offset of the segments written so far, for finishInlineWQE. It makes
+// no call, so that every value stays in a register.
+func (m *mlx5QP) writeWQE(wr *SendWR, nreq uint32, locked bool, av *mlx5AV) (size, ctrl, stop int) {
 	sq := &m.sq
 	op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
 	if uint(op) >= uint(len(mlx5IBOpcode)) {
@@ -561,12 +572,8 @@ func (m *mlx5QP) writeWQE(wr *SendWR, nreq uint32, locked bool) (size, ctrl, sto
 	if nsge > sq.stateMaxGS {
 		return 0, 0, stopSGEs
 	}
-	var av *mlx5AV
-	if m.typ == qp.UD {
-		if wr.AH == nil {
-			return 0, 0, stopNoAH
-		}
-		av = m.p.av(wr.AH.num) // a call: before any value is in a register
+	if m.typ == qp.UD && wr.AH == nil {
+		return 0, 0, stopNoAH
 	}
 	fm := m.signalBits | m.fmCache
 	if flags&SendFence != 0 {
@@ -609,7 +616,10 @@ func (m *mlx5QP) writeWQE(wr *SendWR, nreq uint32, locked bool) (size, ctrl, sto
 		// set_datagram_seg: the AH's address vector, with the remote QP
 		// number and Q_Key.
 		if av != nil {
-			*(*mlx5AV)(w[mlx5CtrlSize : mlx5CtrlSize+mlx5DatagramSize]) = *av
+			// In 16-byte moves: a 48-byte copy is a call to memmove.
+			*(*[16]byte)(w[16:32]) = *(*[16]byte)(av[0:16])
+			*(*[16]byte)(w[32:48]) = *(*[16]byte)(av[16:32])
+			*(*[16]byte)(w[48:64]) = *(*[16]byte)(av[32:48])
 		}
 		binary.BigEndian.PutUint32(w[mlx5CtrlSize+8:], wr.RemoteQPN|mlx5ExtendedUDAV)
 		binary.BigEndian.PutUint32(w[mlx5CtrlSize:], wr.RemoteQKey)
@@ -636,14 +646,7 @@ func (m *mlx5QP) writeWQE(wr *SendWR, nreq uint32, locked bool) (size, ctrl, sto
 				sz += (l + 4 + 15) / 16
 			}
 		} else {
-			// A call, after which the WQE is finished on this path: merged
-			// back, every value would be spilled before it on every path.
-			n, ok := m.setDataInlSeg(wr, inlData, seg)
-			if !ok {
-				return 0, 0, stopInline
-			}
-			m.finishWQE(w, idx, curPost, op, wr.ID, sz+n, nreq)
-			return sz + n, c, 0
+			return sz, c, stopInlineSeg
 		}
 	} else {
 		d := seg
@@ -664,6 +667,23 @@ func (m *mlx5QP) writeWQE(wr *SendWR, nreq uint32, locked bool) (size, ctrl, sto
 	}
 	m.finishWQE(w, idx, curPost, op, wr.ID, sz, nreq)
 	return sz, c, 0
+}
+
+// finishInlineWQE writes the inline data segment of the WQE writeWQE
+// left at stopInlineSeg (sz 16-byte units at offset c so far), and
+// finishes it.
+func (m *mlx5QP) finishInlineWQE(wr *SendWR, nreq uint32, sz, c int) (int, int) {
+	seg := c + sz*16
+	if seg == len(m.sqBuf) {
+		seg = 0 // after a datagram segment that ends the SQ
+	}
+	n, ok := m.setDataInlSeg(wr, wr.InlineData != nil, seg)
+	if !ok {
+		return 0, stopInline
+	}
+	curPost := m.sq.curPost
+	m.finishWQE((*[mlx5SendWQEBB]byte)(m.sqBuf[c:c+mlx5SendWQEBB]), uint32(c>>mlx5SendWQEShift), curPost, wr.Opcode, wr.ID, sz+n, nreq)
+	return sz + n, 0
 }
 
 // finishWQE writes the ctrl segment w's opcode, index, QP number and
