@@ -476,47 +476,54 @@ func (m *mlx5QP) sendErr(i, n int, base error, errno unix.Errno, why string) err
 func putBE32(b []byte, off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }
 func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], v) }
 
-// Why writeWQE did not finish a WR's WQE (0: it did).
+// Why writeWQEs stopped before a WR (0: it did not).
 const (
 	stopOpcode = 1 + iota
 	stopOverflow
 	stopSGEs
 	stopNoAH
+	stopAV        // a UD WR needs its AH's address vector
 	stopInline    // set_data_inl_seg failed
 	stopInlineSeg // the inline data segment is left to setDataInlSeg
 )
 
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
 // RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, then post_send_db:
-// writeWQE checks and writes each WR's WQE, and one doorbell rings for
-// all. Whatever needs a call is done here, out of writeWQE's way (a
-// call there would make it spill on every path): the UD address
-// vector's lookup, inline data that wraps or comes in pieces, a failed
-// check's error and the overflow test under the CQ lock.
+// writeWQEs checks and writes the WRs' WQEs, and one doorbell rings for
+// all. Whatever needs a call is done here, out of writeWQEs' loop (a
+// call there would make it spill its values on every WR): the UD
+// address vector's lookup, inline data that wraps or comes in pieces, a
+// failed check's error and the overflow test under the CQ lock.
 func (m *mlx5QP) postSend(wrs []SendWR) error {
 	m.sqMu.Lock()
 	var err error
-	size, ctrl, nreq, locked := 0, 0, 0, false
-	for ; nreq < len(wrs); nreq++ {
-		wr := &wrs[nreq]
-		var av *mlx5AV
-		if m.typ == qp.UD && wr.AH != nil {
-			av = m.p.av(wr.AH.num)
-		}
-		sz, c, stop := m.writeWQE(wr, uint32(nreq), locked, av)
+	var ah *AH
+	var av *mlx5AV
+	nreq, size, ctrl, locked := 0, 0, 0, false
+	for {
+		var stop int
+		nreq, size, ctrl, stop = m.writeWQEs(wrs, nreq, size, ctrl, locked, ah, av)
 		locked = false
-		if stop == stopInlineSeg {
-			sz, stop = m.finishInlineWQE(wr, uint32(nreq), sz, c)
+		if stop == stopAV {
+			ah = wrs[nreq].AH
+			av = m.p.av(ah.num)
+			continue
 		}
-		if stop != 0 {
-			if stop == stopOverflow && !m.overflow(&m.sq, uint32(nreq), m.q.sendCQ) {
-				nreq, locked = nreq-1, true // not full after all: again, with the test passed
+		if stop == stopInlineSeg {
+			var sz, c int
+			if sz, c, stop = m.finishInlineWQE(&wrs[nreq], uint32(nreq)); stop == 0 {
+				nreq, size, ctrl = nreq+1, sz, c
 				continue
 			}
-			err = m.postSendErr(wrs, nreq, stop)
-			break
 		}
-		size, ctrl = sz, c
+		if stop == stopOverflow && !m.overflow(&m.sq, uint32(nreq), m.q.sendCQ) {
+			locked = true // not full after all: again, with the test passed
+			continue
+		}
+		if stop != 0 {
+			err = m.postSendErr(wrs, nreq, stop)
+		}
+		break
 	}
 	bf := m.bf
 	if nreq == 0 || bf.lock || mlx5Mutant == mutantBarrier {
@@ -547,153 +554,184 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	return err
 }
 
-// writeWQE is the body of _mlx5_post_send's loop for wr, the nreq-th WR
-// of the list: the checks in libmlx5's order (the overflow test passed
-// already if locked), then the WQE: ctrl segment, remote address or
-// datagram segment (av: the AH's address vector), data segments or
-// inline data. It returns the WQE's size in 16-byte units and its
-// offset in the SQ, or why it stopped; with stopInlineSeg, the size and
-// offset of the segments written so far, for finishInlineWQE. It makes
-// no call, so that every value stays in a register.
-func (m *mlx5QP) writeWQE(wr *SendWR, nreq uint32, locked bool, av *mlx5AV) (size, ctrl, stop int) {
+// writeWQEs is the loop of _mlx5_post_send from wrs[nreq] on, for each
+// WR the checks in libmlx5's order (for the first, the overflow test
+// passed already if locked) and then the WQE: ctrl segment, remote
+// address or datagram segment (av: the address vector of ah), data
+// segments or inline data. It returns the number of WRs posted, the
+// size (16-byte units) and offset of the last WQE written (size and
+// ctrl if none), and why it stopped at wrs[nreq], if it did; at
+// stopInlineSeg it has written that WR's WQE up to its inline data
+// segment (finishInlineWQE). It makes no call, so that the loop keeps
+// its values in registers.
+func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *AH, av *mlx5AV) (int, int, int, int) {
 	sq := &m.sq
-	op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
-	if uint(op) >= uint(len(mlx5IBOpcode)) {
-		return 0, 0, stopOpcode
-	}
-	if sq.head-sq.tail.Load()+nreq >= sq.maxPost && !locked {
-		return 0, 0, stopOverflow // mlx5_wq_overflow's first look; postSend makes the second
-	}
-	inlData := flags&SendInline != 0 && wr.InlineData != nil
-	nsge := len(sges)
-	if inlData {
-		nsge = 1
-	}
-	if nsge > sq.stateMaxGS {
-		return 0, 0, stopSGEs
-	}
-	if m.typ == qp.UD && wr.AH == nil {
-		return 0, 0, stopNoAH
-	}
-	fm := m.signalBits | m.fmCache
-	if flags&SendFence != 0 {
-		fm = m.signalBits | mlx5WQECtrlFence
-	}
-	m.fmCache = 0
-	if flags&SendSignaled != 0 {
-		fm |= mlx5WQECtrlCQUpdate
-	}
-	if flags&SendSolicited != 0 {
-		fm |= mlx5WQECtrlSolicited
-	}
-	if mlx5Mutant == mutantSegmentByte {
-		fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
-	}
+	// Only what changes per WR and what every WR uses is kept in locals;
+	// the rest is loaded from m where used.
+	curPost, nextFence := sq.curPost, m.fmCache
+	for ; nreq < len(wrs); nreq++ {
+		wr := &wrs[nreq]
+		op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
+		if uint(op) >= uint(len(mlx5IBOpcode)) {
+			sq.curPost, m.fmCache = curPost, nextFence
+			return nreq, size, ctrl, stopOpcode
+		}
+		if sq.head-sq.tail.Load()+uint32(nreq) >= sq.maxPost && !locked {
+			sq.curPost, m.fmCache = curPost, nextFence
+			return nreq, size, ctrl, stopOverflow // mlx5_wq_overflow's first look; postSend makes the second
+		}
+		inlData := flags&SendInline != 0 && wr.InlineData != nil
+		nsge := len(sges)
+		if inlData {
+			nsge = 1
+		}
+		if nsge > sq.stateMaxGS {
+			sq.curPost, m.fmCache = curPost, nextFence
+			return nreq, size, ctrl, stopSGEs
+		}
+		if m.typ == qp.UD {
+			if wr.AH == nil {
+				sq.curPost, m.fmCache = curPost, nextFence
+				return nreq, size, ctrl, stopNoAH
+			}
+			if wr.AH != ah {
+				sq.curPost, m.fmCache = curPost, nextFence
+				return nreq, size, ctrl, stopAV
+			}
+		}
+		fm := m.signalBits | nextFence
+		if flags&SendFence != 0 {
+			fm = m.signalBits | mlx5WQECtrlFence
+		}
+		nextFence = 0
+		if flags&SendSignaled != 0 {
+			fm |= mlx5WQECtrlCQUpdate
+		}
+		if flags&SendSolicited != 0 {
+			fm |= mlx5WQECtrlSolicited
+		}
+		if mlx5Mutant == mutantSegmentByte {
+			fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
+		}
 
-	// The ctrl segment, then what follows it in the first WQEBB.
-	buf := m.sqBuf
+		// The ctrl segment, then what follows it in the first WQEBB.
+		buf := m.sqBuf
+		idx := curPost & (sq.wqeCnt - 1)
+		c := int(idx) << mlx5SendWQEShift
+		w := (*[mlx5SendWQEBB]byte)(buf[c : c+mlx5SendWQEBB])
+		var imm uint32
+		if op == OpSendWithImm || op == OpRDMAWriteWithImm {
+			imm = wr.Imm
+		}
+		binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
+		binary.BigEndian.PutUint32(w[12:], imm)
+		sz := mlx5CtrlSize / 16
+		seg := c + mlx5CtrlSize
+		if m.typ != qp.UD {
+			if op == OpRDMAWrite || op == OpRDMAWriteWithImm || (op == OpRDMARead && m.typ == qp.RC) {
+				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
+				binary.BigEndian.PutUint32(w[24:], wr.RKey)
+				binary.BigEndian.PutUint32(w[28:], 0)
+				seg += mlx5RaddrSize
+				sz += mlx5RaddrSize / 16
+			}
+		} else {
+			// set_datagram_seg: the AH's address vector, with the remote QP
+			// number and Q_Key.
+			if av != nil {
+				// In 16-byte moves: a 48-byte copy is a call to memmove.
+				*(*[16]byte)(w[16:32]) = *(*[16]byte)(av[0:16])
+				*(*[16]byte)(w[32:48]) = *(*[16]byte)(av[16:32])
+				*(*[16]byte)(w[48:64]) = *(*[16]byte)(av[32:48])
+			}
+			binary.BigEndian.PutUint32(w[mlx5CtrlSize+8:], wr.RemoteQPN|mlx5ExtendedUDAV)
+			binary.BigEndian.PutUint32(w[mlx5CtrlSize:], wr.RemoteQKey)
+			seg += mlx5DatagramSize
+			sz += mlx5DatagramSize / 16
+			if seg == len(buf) {
+				seg = 0
+			}
+		}
+
+		// The data segments, or the inline data segment (its padding to 16
+		// bytes is not written, as in libmlx5).
+		if flags&SendInline != 0 && nsge > 0 {
+			if !inlData && len(sges) == 1 && int(sges[0].Length) <= m.maxInline && seg+4+int(sges[0].Length) <= len(buf) && sges[0].Addr >= 4096 {
+				// set_data_inl_seg for one SGE that does not wrap, in line.
+				if l := int(sges[0].Length); l != 0 {
+					dst := buf[seg : seg+4+l]
+					binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
+					if wordCopyOK && l >= 32 && l <= 64 {
+						copyInline32To64(dst[4:], sges[0].Addr)
+					} else {
+						copyInline(dst[4:], sges[0].Addr)
+					}
+					sz += (l + 4 + 15) / 16
+				}
+			} else {
+				sq.curPost, m.fmCache = curPost, nextFence
+				return nreq, size, ctrl, stopInlineSeg
+			}
+		} else {
+			d := seg
+			for i := range sges {
+				s := &sges[i]
+				if d == len(buf) {
+					d = 0
+				}
+				if s.Length != 0 {
+					ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize]) // set_data_ptr_seg
+					binary.BigEndian.PutUint32(ds[0:], s.Length)
+					binary.BigEndian.PutUint32(ds[4:], s.LKey)
+					binary.BigEndian.PutUint64(ds[8:], s.Addr)
+					d += mlx5DataSegSize
+					sz += mlx5DataSegSize / 16
+				}
+			}
+		}
+		curPost = m.finishWQE(w, idx, curPost, op, wr.ID, sz, uint32(nreq))
+		locked, size, ctrl = false, sz, c
+	}
+	sq.curPost, m.fmCache = curPost, nextFence
+	return nreq, size, ctrl, 0
+}
+
+// finishInlineWQE writes the inline data segment of the WQE writeWQEs
+// left at stopInlineSeg, and finishes it; it returns the WQE's size and
+// offset, or stopInline if set_data_inl_seg failed.
+func (m *mlx5QP) finishInlineWQE(wr *SendWR, nreq uint32) (size, ctrl, stop int) {
+	sq := &m.sq
 	curPost := sq.curPost
 	idx := curPost & (sq.wqeCnt - 1)
 	c := int(idx) << mlx5SendWQEShift
-	w := (*[mlx5SendWQEBB]byte)(buf[c : c+mlx5SendWQEBB])
-	var imm uint32
-	if op == OpSendWithImm || op == OpRDMAWriteWithImm {
-		imm = wr.Imm
-	}
-	binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
-	binary.BigEndian.PutUint32(w[12:], imm)
 	sz := mlx5CtrlSize / 16
-	seg := c + mlx5CtrlSize
-	if m.typ != qp.UD {
-		if op == OpRDMAWrite || op == OpRDMAWriteWithImm || (op == OpRDMARead && m.typ == qp.RC) {
-			binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
-			binary.BigEndian.PutUint32(w[24:], wr.RKey)
-			binary.BigEndian.PutUint32(w[28:], 0)
-			seg += mlx5RaddrSize
-			sz += mlx5RaddrSize / 16
-		}
-	} else {
-		// set_datagram_seg: the AH's address vector, with the remote QP
-		// number and Q_Key.
-		if av != nil {
-			// In 16-byte moves: a 48-byte copy is a call to memmove.
-			*(*[16]byte)(w[16:32]) = *(*[16]byte)(av[0:16])
-			*(*[16]byte)(w[32:48]) = *(*[16]byte)(av[16:32])
-			*(*[16]byte)(w[48:64]) = *(*[16]byte)(av[32:48])
-		}
-		binary.BigEndian.PutUint32(w[mlx5CtrlSize+8:], wr.RemoteQPN|mlx5ExtendedUDAV)
-		binary.BigEndian.PutUint32(w[mlx5CtrlSize:], wr.RemoteQKey)
-		seg += mlx5DatagramSize
+	switch {
+	case m.typ == qp.UD:
 		sz += mlx5DatagramSize / 16
-		if seg == len(buf) {
-			seg = 0
-		}
+	case wr.Opcode == OpRDMAWrite || wr.Opcode == OpRDMAWriteWithImm || (wr.Opcode == OpRDMARead && m.typ == qp.RC):
+		sz += mlx5RaddrSize / 16
 	}
-
-	// The data segments, or the inline data segment (its padding to 16
-	// bytes is not written, as in libmlx5).
-	if flags&SendInline != 0 && nsge > 0 {
-		if !inlData && len(sges) == 1 && int(sges[0].Length) <= m.maxInline && seg+4+int(sges[0].Length) <= len(buf) && sges[0].Addr >= 4096 {
-			// set_data_inl_seg for one SGE that does not wrap, in line.
-			if l := int(sges[0].Length); l != 0 {
-				dst := buf[seg : seg+4+l]
-				binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
-				if wordCopyOK && l >= 32 && l <= 64 {
-					copyInline32To64(dst[4:], sges[0].Addr)
-				} else {
-					copyInline(dst[4:], sges[0].Addr)
-				}
-				sz += (l + 4 + 15) / 16
-			}
-		} else {
-			return sz, c, stopInlineSeg
-		}
-	} else {
-		d := seg
-		for i := range sges {
-			s := &sges[i]
-			if d == len(buf) {
-				d = 0
-			}
-			if s.Length != 0 {
-				ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize]) // set_data_ptr_seg
-				binary.BigEndian.PutUint32(ds[0:], s.Length)
-				binary.BigEndian.PutUint32(ds[4:], s.LKey)
-				binary.BigEndian.PutUint64(ds[8:], s.Addr)
-				d += mlx5DataSegSize
-				sz += mlx5DataSegSize / 16
-			}
-		}
-	}
-	m.finishWQE(w, idx, curPost, op, wr.ID, sz, nreq)
-	return sz, c, 0
-}
-
-// finishInlineWQE writes the inline data segment of the WQE writeWQE
-// left at stopInlineSeg (sz 16-byte units at offset c so far), and
-// finishes it.
-func (m *mlx5QP) finishInlineWQE(wr *SendWR, nreq uint32, sz, c int) (int, int) {
 	seg := c + sz*16
 	if seg == len(m.sqBuf) {
 		seg = 0 // after a datagram segment that ends the SQ
 	}
 	n, ok := m.setDataInlSeg(wr, wr.InlineData != nil, seg)
 	if !ok {
-		return 0, stopInline
+		return 0, 0, stopInline
 	}
-	curPost := m.sq.curPost
-	m.finishWQE((*[mlx5SendWQEBB]byte)(m.sqBuf[c:c+mlx5SendWQEBB]), uint32(c>>mlx5SendWQEShift), curPost, wr.Opcode, wr.ID, sz+n, nreq)
-	return sz + n, 0
+	sq.curPost = m.finishWQE((*[mlx5SendWQEBB]byte)(m.sqBuf[c:c+mlx5SendWQEBB]), idx, curPost, wr.Opcode, wr.ID, sz+n, nreq)
+	return sz + n, c, 0
 }
 
 // finishWQE writes the ctrl segment w's opcode, index, QP number and
-// size (sz 16-byte units), records the WR's ID and moves cur_post on.
-func (m *mlx5QP) finishWQE(w *[mlx5SendWQEBB]byte, idx, curPost uint32, op Opcode, id uint64, sz int, nreq uint32) {
+// size (sz 16-byte units), records the WR's ID, and returns cur_post
+// moved on.
+func (m *mlx5QP) finishWQE(w *[mlx5SendWQEBB]byte, idx, curPost uint32, op Opcode, id uint64, sz int, nreq uint32) uint32 {
 	binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
 	binary.BigEndian.PutUint32(w[4:], uint32(sz)|m.qpn<<8)
 	m.sq.wrid[idx] = id
 	m.sq.wqeHead[idx] = m.sq.head + nreq
-	m.sq.curPost = curPost + uint32(uint(sz*16+mlx5SendWQEBB-1)/mlx5SendWQEBB)
+	return curPost + uint32(uint(sz*16+mlx5SendWQEBB-1)/mlx5SendWQEBB)
 }
 
 // postSendErr is the error of wrs[i], at which postSend stopped.
