@@ -628,7 +628,7 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 		sz := mlx5CtrlSize / 16
 		seg := c + mlx5CtrlSize
 		if m.typ != qp.UD {
-			if op == OpRDMAWrite || op == OpRDMAWriteWithImm || (op == OpRDMARead && m.typ == qp.RC) {
+			if mlx5HasRaddr(m.typ, op) {
 				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
 				binary.BigEndian.PutUint32(w[24:], wr.RKey)
 				binary.BigEndian.PutUint32(w[28:], 0)
@@ -705,10 +705,9 @@ func (m *mlx5QP) finishInlineWQE(wr *SendWR, nreq uint32) (size, ctrl, stop int)
 	idx := curPost & (sq.wqeCnt - 1)
 	c := int(idx) << mlx5SendWQEShift
 	sz := mlx5CtrlSize / 16
-	switch {
-	case m.typ == qp.UD:
+	if m.typ == qp.UD {
 		sz += mlx5DatagramSize / 16
-	case wr.Opcode == OpRDMAWrite || wr.Opcode == OpRDMAWriteWithImm || (wr.Opcode == OpRDMARead && m.typ == qp.RC):
+	} else if mlx5HasRaddr(m.typ, wr.Opcode) {
 		sz += mlx5RaddrSize / 16
 	}
 	seg := c + sz*16
@@ -721,6 +720,12 @@ func (m *mlx5QP) finishInlineWQE(wr *SendWR, nreq uint32) (size, ctrl, stop int)
 	}
 	sq.curPost = m.finishWQE((*[mlx5SendWQEBB]byte)(m.sqBuf[c:c+mlx5SendWQEBB]), idx, curPost, wr.Opcode, wr.ID, sz+n, nreq)
 	return sz + n, c, 0
+}
+
+// mlx5HasRaddr says whether op's WQE on an RC or UC QP has a remote
+// address segment (RDMA READ is RC only).
+func mlx5HasRaddr(t qp.QPType, op Opcode) bool {
+	return op == OpRDMAWrite || op == OpRDMAWriteWithImm || (op == OpRDMARead && t == qp.RC)
 }
 
 // finishWQE writes the ctrl segment w's opcode, index, QP number and
