@@ -490,40 +490,17 @@ const (
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
 // RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, then post_send_db:
 // writeWQEs checks and writes the WRs' WQEs, and one doorbell rings for
-// all. Whatever needs a call is done here, out of writeWQEs' loop (a
-// call there would make it spill its values on every WR): the UD
-// address vector's lookup, inline data that wraps or comes in pieces, a
-// failed check's error and the overflow test under the CQ lock.
+// all. Whatever needs a call is done in postSendRest, out of writeWQEs'
+// loop (a call there would make it spill its values on every WR): the
+// UD address vector's lookup, inline data that wraps or comes in
+// pieces, a failed check's error and the overflow test under the CQ
+// lock.
 func (m *mlx5QP) postSend(wrs []SendWR) error {
 	m.sqMu.Lock()
 	var err error
-	var ah *AH
-	var av *mlx5AV
-	nreq, size, ctrl, locked := 0, 0, 0, false
-	for {
-		var stop int
-		nreq, size, ctrl, stop = m.writeWQEs(wrs, nreq, size, ctrl, locked, ah, av)
-		locked = false
-		if stop == stopAV {
-			ah = wrs[nreq].AH
-			av = m.p.av(ah.num)
-			continue
-		}
-		if stop == stopInlineSeg {
-			var sz, c int
-			if sz, c, stop = m.finishInlineWQE(&wrs[nreq], uint32(nreq)); stop == 0 {
-				nreq, size, ctrl = nreq+1, sz, c
-				continue
-			}
-		}
-		if stop == stopOverflow && !m.overflow(&m.sq, uint32(nreq), m.q.sendCQ) {
-			locked = true // not full after all: again, with the test passed
-			continue
-		}
-		if stop != 0 {
-			err = m.postSendErr(wrs, nreq, stop)
-		}
-		break
+	nreq, size, ctrl, stop := m.writeWQEs(wrs, 0, 0, 0, false, nil, nil)
+	if stop != 0 {
+		nreq, size, ctrl, err = m.postSendRest(wrs, nreq, size, ctrl, stop)
 	}
 	bf := m.bf
 	if nreq == 0 || bf.lock || mlx5Mutant == mutantBarrier {
@@ -552,6 +529,39 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	barrier.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], htobe32(sq.curPost&0xffff), reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
 		unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
 	return err
+}
+
+// postSendRest continues postSend where writeWQEs stopped (at wrs[nreq],
+// for stop), doing what needs a call and running writeWQEs again, and
+// returns what it returns, with the error of the WR it stopped at.
+func (m *mlx5QP) postSendRest(wrs []SendWR, nreq, size, ctrl, stop int) (int, int, int, error) {
+	var ah *AH
+	var av *mlx5AV
+	locked := false
+	for {
+		switch stop {
+		case 0:
+			return nreq, size, ctrl, nil
+		case stopAV:
+			ah = wrs[nreq].AH
+			av = m.p.av(ah.num)
+		case stopInlineSeg:
+			sz, c, st := m.finishInlineWQE(&wrs[nreq], uint32(nreq))
+			if st != 0 {
+				return nreq, size, ctrl, m.postSendErr(wrs, nreq, st)
+			}
+			nreq, size, ctrl = nreq+1, sz, c
+		case stopOverflow:
+			if m.overflow(&m.sq, uint32(nreq), m.q.sendCQ) {
+				return nreq, size, ctrl, m.postSendErr(wrs, nreq, stop)
+			}
+			locked = true // not full after all: again, with the test passed
+		default:
+			return nreq, size, ctrl, m.postSendErr(wrs, nreq, stop)
+		}
+		nreq, size, ctrl, stop = m.writeWQEs(wrs, nreq, size, ctrl, locked, ah, av)
+		locked = false
+	}
 }
 
 // writeWQEs is the loop of _mlx5_post_send from wrs[nreq] on, for each
