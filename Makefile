@@ -8,7 +8,7 @@ GO       ?= go
 FUZZTIME ?= 30000x
 # Packages whose tests must pass on foreign architectures under qemu-user
 # (the wire is big-endian; s390x is a big-endian host).
-QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/... ./rsocket/
+QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/... ./internal/barrier/ ./rsocket/
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
 .PHONY: hwtest bench-vm all build test fast slow unit lint vet staticcheck vulncheck check-unsafe fuzz fuzz-long bench cross qemu-user vmtest demo deps clean

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/barrier"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -105,7 +106,7 @@ type CQ struct {
 	// taken in mlx5_poll_cq): one locked instruction per Poll, where
 	// sync.Mutex's Unlock is a second (LOCK XADD). Nothing blocks under
 	// it (Close's munmap and the raw REQ_NOTIFY_CQ ioctl never wait).
-	mu     abi.SpinLock
+	mu     barrier.SpinLock
 	closed bool // the ring is gone (guarded by mu)
 	once   sync.Once
 	err    error

@@ -9,9 +9,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 	"unsafe"
 
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 )
 
@@ -331,4 +333,32 @@ func BenchmarkMLX5PostSendPoll(b *testing.B) {
 			b.Fatal("no completion")
 		}
 	}
+}
+
+// An inline SGE at an address below 4096 fails with EFAULT instead of
+// faulting with the send queue locked; the queue takes the next post.
+func TestMLX5PostSendInlineLowAddress(t *testing.T) {
+	f := newMLX5Fake(t, qp.RC, qp.Cap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 2, MaxRecvSGE: 2, MaxInlineData: 32})
+	src := []byte("0123456789abcdef")
+	good := SGE{Addr: uint64(uintptr(unsafe.Pointer(&src[0]))), Length: 16}
+	for _, sges := range [][]SGE{{{Addr: 16, Length: 8}}, {good, {Addr: 0, Length: 4}}} {
+		err := f.q.PostSend([]SendWR{{ID: 1, Opcode: OpSend, Flags: SendInline, SGEs: sges}})
+		if !errors.Is(err, ErrInvalidArgument) || !errors.Is(err, unix.EFAULT) {
+			t.Fatalf("inline SGEs %+v: %v, want ErrInvalidArgument and EFAULT", sges, err)
+		}
+	}
+	if f.m.sq.curPost != 0 {
+		t.Fatalf("cur_post %d after failed posts", f.m.sq.curPost)
+	}
+	// Two SGEs inline (set_data_inl_seg): 32 bytes after the header.
+	if err := f.q.PostSend([]SendWR{{ID: 2, Opcode: OpSend, Flags: SendInline, SGEs: []SGE{good, good}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.m.sqBuf[16:20], hexb("80 00 00 20"); !bytes.Equal(got, want) || !bytes.Equal(f.m.sqBuf[20:36], src) || !bytes.Equal(f.m.sqBuf[36:52], src) {
+		t.Errorf("inline segment % x", f.m.sqBuf[16:52])
+	}
+	if f.m.sq.curPost != 1 || f.m.sq.wrid[0] != 2 {
+		t.Errorf("cur_post %d wrid %d", f.m.sq.curPost, f.m.sq.wrid[0])
+	}
+	runtime.KeepAlive(src)
 }

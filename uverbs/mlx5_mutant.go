@@ -1,6 +1,6 @@
 package uverbs
 
-// The mutation check of the differential harness (issue 14): built with
+// The mutation check of the differential harness: built with
 // -tags mlx5mutant (mlx5_mutant_on.go), the provider takes the deliberate
 // defect MLX5_MUTANT names, and internal/mlx5sim's TestMutantsCaught must
 // see the traces differ from libmlx5's. In every other build mlx5Mutant

@@ -3,11 +3,9 @@ package uverbs
 // mlx5 QPs: sizing and creation (verbs.c create_qp, mlx5_calc_*), the
 // send path (qp.c _mlx5_post_send, post_send_db), the receive path
 // (mlx5_post_recv) and scatter-to-CQE copy-out (mlx5_copy_to_*_wqe).
-// unsafe: WQ buffers, doorbell records and BlueFlame registers are
-// mmap'd device memory (see mlx5.go); user SGE memory is reached by
-// address (memAt) for inline sends and scatter-to-CQE; postSend and
-// postRC index the per-WQEBB arrays without bounds checks, and postRC
-// copies inline data without a call (see there).
+// unsafe: doorbell records and BlueFlame registers are mmap'd device
+// memory (see mlx5.go), and user SGE memory is reached by address for
+// inline sends and scatter-to-CQE; Go-heap slices are indexed normally.
 
 import (
 	"encoding/binary"
@@ -17,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/barrier"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -59,7 +58,6 @@ var mlx5IBOpcode = [...]uint32{
 type mlx5WQ struct {
 	wrid       []uint64
 	wqeHead    []uint32
-	wrData     []uint32
 	wqeCnt     uint32
 	maxPost    uint32
 	head       uint32
@@ -73,12 +71,12 @@ type mlx5WQ struct {
 
 // wqTail is mlx5_wq.tail: written by poll under the CQ lock, read by
 // post without it (mlx5_wq_overflow's first look). Loads are atomic;
-// stores are release stores (abi.StoreRelease32: on amd64 a plain
+// stores are release stores (barrier.StoreRelease32: on amd64 a plain
 // store, as libmlx5's, where atomic's Store is a locked XCHG).
 type wqTail struct{ v uint32 }
 
 func (t *wqTail) Load() uint32   { return atomic.LoadUint32(&t.v) }
-func (t *wqTail) Store(v uint32) { abi.StoreRelease32(&t.v, v) }
+func (t *wqTail) Store(v uint32) { barrier.StoreRelease32(&t.v, v) }
 
 // mlx5WQSize is the sizing part of struct mlx5_wq.
 type mlx5WQSize struct {
@@ -116,9 +114,9 @@ type mlx5QP struct {
 	inQPNTable bool
 
 	// sq.lock and rq.lock: mlx5_spinlock (a pthread spinlock unless
-	// MLX5_SINGLE_THREADED), as abi.SpinLock: one locked instruction per
+	// MLX5_SINGLE_THREADED), as barrier.SpinLock: one locked instruction per
 	// critical section.
-	sqMu, rqMu abi.SpinLock
+	sqMu, rqMu barrier.SpinLock
 
 	getECE uint32 // options the kernel/firmware reported
 	setECE uint32 // options to send with the next modify
@@ -255,7 +253,6 @@ func (p *mlx5Provider) qpData(q *QP, init *QPInit) (in, out []byte, err error) {
 	}
 	if m.sq.wqeCnt != 0 {
 		m.sq.wrid = make([]uint64, m.sq.wqeCnt)
-		m.sq.wrData = make([]uint32, m.sq.wqeCnt)
 		m.sq.wqeHead = make([]uint32, m.sq.wqeCnt)
 	}
 	if m.rq.wqeCnt != 0 {
@@ -479,190 +476,138 @@ func (m *mlx5QP) sendErr(i, n int, base error, errno unix.Errno, why string) err
 func putBE32(b []byte, off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }
 func putBE64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], v) }
 
-// postList posts wrs with the send queue locked, and unlocks it:
-// postRC takes the WRs it can, postAny the rest, then one doorbell for
-// all (post_send_db).
-func (m *mlx5QP) postList(wrs []SendWR) error {
-	// Deferred: a bad SGE address near 0 faults as a recoverable panic,
-	// which must not leave the send queue locked.
-	defer m.sqMu.Unlock()
-	nreq, size, ctrl := m.postRC(wrs)
-	var err error
-	if nreq < len(wrs) {
-		nreq, size, ctrl, err = m.postAny(wrs, nreq, size, ctrl)
-	}
-	m.ringSend(uint32(nreq), size, ctrl)
-	return err
-}
+// Why writeWQEs stopped before a WR (0: it did not).
+const (
+	stopOpcode = 1 + iota
+	stopOverflow
+	stopSGEs
+	stopNoAH
+	stopAV        // a UD WR needs its AH's address vector
+	stopInline    // set_data_inl_seg failed
+	stopInlineSeg // the inline data segment is left to setDataInlSeg
+)
 
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
-// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD. A list of one WR of
-// the kinds postRC takes (and no inline data at an address below 4096,
-// whose fault postList turns into a panic with the queue unlocked) is
-// posted here, written out for one WR: with no loop, few values are
-// live and none is kept on the stack. Before anything is written, any
-// other list goes to postList. The bytes, barriers and doorbell are
-// postList's.
+// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, then post_send_db:
+// writeWQEs checks and writes the WRs' WQEs, and one doorbell rings for
+// all. Whatever needs a call is done in postSendRest, out of writeWQEs'
+// loop (a call there would make it spill its values on every WR): the
+// UD address vector's lookup, inline data that wraps or comes in
+// pieces, a failed check's error and the overflow test under the CQ
+// lock.
 func (m *mlx5QP) postSend(wrs []SendWR) error {
 	m.sqMu.Lock()
-	if len(wrs) != 1 {
-		return m.postList(wrs)
+	var err error
+	nreq, size, ctrl, stop := m.writeWQEs(wrs, 0, 0, 0, false, nil, nil)
+	if stop != 0 {
+		nreq, size, ctrl, err = m.postSendRest(wrs, nreq, size, ctrl, stop)
 	}
-	wr := &wrs[0]
-	sq := &m.sq
-	op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
-	if m.typ == qp.UD || sq.wqeCnt == 0 || sq.head-sq.tail.Load() >= sq.maxPost ||
-		uint(op) >= uint(len(mlx5IBOpcode)) || len(sges) > sq.stateMaxGS || (op == OpRDMARead && m.typ != qp.RC) {
-		return m.postList(wrs)
-	}
-	buf := m.sqBuf
-	curPost := sq.curPost
-	idx := curPost & (sq.wqeCnt - 1)
-	c := int(idx) << mlx5SendWQEShift
-	raddr := op == OpRDMAWrite || op == OpRDMAWriteWithImm || op == OpRDMARead
-	seg := c + mlx5CtrlSize
-	if raddr {
-		seg += mlx5RaddrSize
-	}
-	inline := flags&SendInline != 0
-	if inline && (wr.InlineData != nil || len(sges) != 1 || int(sges[0].Length) > m.maxInline ||
-		seg+4+int(sges[0].Length) > len(buf) || (sges[0].Length != 0 && sges[0].Addr < 4096)) {
-		return m.postList(wrs)
-	}
-	if m.bf.lock || mlx5Mutant == mutantBarrier {
-		return m.postList(wrs)
-	}
-	fm := m.signalBits | m.fmCache
-	if flags&SendFence != 0 {
-		fm = m.signalBits | mlx5WQECtrlFence
-	}
-	if flags&SendSignaled != 0 {
-		fm |= mlx5WQECtrlCQUpdate
-	}
-	if flags&SendSolicited != 0 {
-		fm |= mlx5WQECtrlSolicited
-	}
-	if mlx5Mutant == mutantSegmentByte {
-		fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
-	}
-	w := (*[mlx5SendWQEBB]byte)(buf[c : c+mlx5SendWQEBB])
-	var imm uint32
-	if op == OpSendWithImm || op == OpRDMAWriteWithImm {
-		imm = wr.Imm
-	}
-	binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
-	binary.BigEndian.PutUint32(w[12:], imm)
-	size := mlx5CtrlSize / 16
-	if raddr {
-		binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr)
-		binary.BigEndian.PutUint32(w[24:], wr.RKey)
-		binary.BigEndian.PutUint32(w[28:], 0)
-		size += mlx5RaddrSize / 16
-	}
-	if inline {
-		// set_data_inl_seg for one SGE that does not wrap.
-		if l := int(sges[0].Length); l != 0 {
-			dst := buf[seg : seg+4+l]
-			binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
-			if wordCopyOK && l >= 32 && l <= 64 {
-				copyInline32To64(dst[4:], sges[0].Addr)
-			} else {
-				// memmove: no loop state here to spill around its call.
-				copy(dst[4:], memAt(sges[0].Addr, l))
-			}
-			size += (l + 4 + 15) / 16
-		}
-	} else {
-		d := seg
-		for i := range sges {
-			s := &sges[i]
-			if d == len(buf) {
-				d = 0
-			}
-			if s.Length != 0 {
-				ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize])
-				binary.BigEndian.PutUint32(ds[0:], s.Length)
-				binary.BigEndian.PutUint32(ds[4:], s.LKey)
-				binary.BigEndian.PutUint64(ds[8:], s.Addr)
-				d += mlx5DataSegSize
-				size += mlx5DataSegSize / 16
-			}
-		}
-	}
-	binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
-	binary.BigEndian.PutUint32(w[4:], uint32(size)|m.qpn<<8)
-	// wrid, wqe_head and wr_data are wqe_cnt long (qpData) and idx is
-	// masked with wqe_cnt - 1: no bounds check needed.
-	*(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)) = wr.ID
-	*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4)) = sq.head
-	*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrData)), uintptr(idx)*4)) = 0
-	curPost += uint32(uint(size*16+mlx5SendWQEBB-1) / mlx5SendWQEBB)
-	sq.curPost = curPost
-	m.fmCache = 0
-
-	// post_send_db for nreq = 1 without a BlueFlame lock (ringSend).
-	sq.head++
 	bf := m.bf
-	n := 8 // mmio_write64_be of the ctrl segment's first 8 bytes
-	if bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
-		n = int(uint(size*16+63) &^ 63) // mlx5_bf_copy
+	if nreq == 0 || bf.lock || mlx5Mutant == mutantBarrier {
+		m.ringSendUnlock(uint32(nreq), size, ctrl)
+		return err
 	}
-	n1 := min(n, len(buf)-c)
+	// post_send_db without a lock on the BlueFlame register (the common
+	// case: a low-latency bfreg of its own): from udma_to_device_barrier
+	// to mmio_flush_writes, and the unlock, in one call that keeps
+	// libmlx5's stores and fences in its order.
+	sq := &m.sq
+	sq.head += uint32(nreq)
+	buf := m.sqBuf
+	n := 8 // mmio_write64_be of the ctrl segment's first 8 bytes
+	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		n = int(uint(size*16+63) &^ 63) // mlx5_bf_copy (prefer_bf defaults to 1)
+	}
+	n1 := min(n, len(buf)-ctrl) // the copy's source wraps at the end of the SQ
+	// unsafe: the BlueFlame register is mmap'd UAR memory.
 	reg := unsafe.Add(bf.reg, bf.offset)
 	// The BlueFlame half toggles before the doorbell rather than after:
 	// the register is this QP's alone (no bf lock), the offset is not
 	// device-visible, and the send queue lock, released by the
 	// doorbell's last store, covers both.
 	bf.offset ^= bf.bufSize
-	abi.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], htobe32(curPost&0xffff), reg,
-		unsafe.Pointer(&buf[c]), uintptr(n1), unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
-	return nil
+	barrier.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], htobe32(sq.curPost&0xffff), reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
+		unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
+	return err
 }
 
-// postRC is the loop of _mlx5_post_send for the WRs an RC or UC QP
-// posts most: a SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM or
-// (RC) RDMA_READ whose SGEs the QP takes in its state, or with
-// SendInline one SGE of at most max_inline_data bytes that does not
-// wrap at the end of the SQ, while the whole list fits (the overflow
-// test made once for all: head - tail + len(wrs) <= max_post, so each
-// WR's mlx5_wq_overflow passes). It writes the same bytes postAny
-// writes for these WRs, with fewer values live in the loop and no
-// call in it but the inline copy, and stops at the first WR it does not
-// take: postAny continues from there, and reports errors. It returns the
-// number of WRs posted and the size and ctrl offset of the last WQE.
-func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
-	sq := &m.sq
-	ctrl = -1
-	if m.typ == qp.UD || sq.wqeCnt == 0 || int(sq.head-sq.tail.Load())+len(wrs) > int(sq.maxPost) {
-		return 0, 0, ctrl
+// postSendRest continues postSend where writeWQEs stopped (at wrs[nreq],
+// for stop), doing what needs a call and running writeWQEs again, and
+// returns what it returns, with the error of the WR it stopped at.
+func (m *mlx5QP) postSendRest(wrs []SendWR, nreq, size, ctrl, stop int) (int, int, int, error) {
+	var ah *AH
+	var av *mlx5AV
+	locked := false
+	for {
+		switch stop {
+		case 0:
+			return nreq, size, ctrl, nil
+		case stopAV:
+			ah = wrs[nreq].AH
+			av = m.p.av(ah.num)
+		case stopInlineSeg:
+			sz, c, st := m.finishInlineWQE(&wrs[nreq], uint32(nreq))
+			if st != 0 {
+				return nreq, size, ctrl, m.postSendErr(wrs, nreq, st)
+			}
+			nreq, size, ctrl = nreq+1, sz, c
+		case stopOverflow:
+			if m.overflow(&m.sq, uint32(nreq), m.q.sendCQ) {
+				return nreq, size, ctrl, m.postSendErr(wrs, nreq, stop)
+			}
+			locked = true // not full after all: again, with the test passed
+		default:
+			return nreq, size, ctrl, m.postSendErr(wrs, nreq, stop)
+		}
+		nreq, size, ctrl, stop = m.writeWQEs(wrs, nreq, size, ctrl, locked, ah, av)
+		locked = false
 	}
-	// The per-WQEBB arrays are indexed by curPost & (wqe_cnt - 1) below,
-	// through pointers: checked once here to be wqe_cnt long, so that no
-	// index needs a check of its own (the compiler cannot prove it).
-	mask := sq.wqeCnt - 1
-	_, _, _ = sq.wrid[mask], sq.wqeHead[mask], sq.wrData[mask]
+}
+
+// writeWQEs is the loop of _mlx5_post_send from wrs[nreq] on, for each
+// WR the checks in libmlx5's order (for the first, the overflow test
+// passed already if locked) and then the WQE: ctrl segment, remote
+// address or datagram segment (av: the address vector of ah), data
+// segments or inline data. It returns the number of WRs posted, the
+// size (16-byte units) and offset of the last WQE written (size and
+// ctrl if none), and why it stopped at wrs[nreq], if it did; at
+// stopInlineSeg it has written that WR's WQE up to its inline data
+// segment (finishInlineWQE). It makes no call, so that the loop keeps
+// its values in registers.
+func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *AH, av *mlx5AV) (int, int, int, int) {
+	sq := &m.sq
 	// Only what changes per WR and what every WR uses is kept in locals;
-	// the rest is loaded from m where used: with more values live than
-	// registers, the loop spilled them and shuffled registers at its back
-	// edge, 15-odd moves per WR.
+	// the rest is loaded from m where used.
 	curPost, nextFence := sq.curPost, m.fmCache
 	for ; nreq < len(wrs); nreq++ {
 		wr := &wrs[nreq]
 		op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
-		if uint(op) >= uint(len(mlx5IBOpcode)) || len(sges) > sq.stateMaxGS || (op == OpRDMARead && m.typ != qp.RC) {
-			break
+		if uint(op) >= uint(len(mlx5IBOpcode)) {
+			sq.curPost, m.fmCache = curPost, nextFence
+			return nreq, size, ctrl, stopOpcode
 		}
-		buf := m.sqBuf
-		idx := curPost & (sq.wqeCnt - 1)
-		c := int(idx) << mlx5SendWQEShift
-		seg := c + mlx5CtrlSize
-		raddr := op == OpRDMAWrite || op == OpRDMAWriteWithImm || op == OpRDMARead
-		if raddr {
-			seg += mlx5RaddrSize
+		if sq.head-sq.tail.Load()+uint32(nreq) >= sq.maxPost && !locked {
+			sq.curPost, m.fmCache = curPost, nextFence
+			return nreq, size, ctrl, stopOverflow // mlx5_wq_overflow's first look; postSend makes the second
 		}
-		inline := flags&SendInline != 0
-		if inline && (wr.InlineData != nil || len(sges) != 1 || int(sges[0].Length) > m.maxInline || seg+4+int(sges[0].Length) > len(buf)) {
-			break
+		inlData := flags&SendInline != 0 && wr.InlineData != nil
+		nsge := len(sges)
+		if inlData {
+			nsge = 1
+		}
+		if nsge > sq.stateMaxGS {
+			sq.curPost, m.fmCache = curPost, nextFence
+			return nreq, size, ctrl, stopSGEs
+		}
+		if m.typ == qp.UD {
+			if wr.AH == nil {
+				sq.curPost, m.fmCache = curPost, nextFence
+				return nreq, size, ctrl, stopNoAH
+			}
+			if wr.AH != ah {
+				sq.curPost, m.fmCache = curPost, nextFence
+				return nreq, size, ctrl, stopAV
+			}
 		}
 		fm := m.signalBits | nextFence
 		if flags&SendFence != 0 {
@@ -678,6 +623,11 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 		if mlx5Mutant == mutantSegmentByte {
 			fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
 		}
+
+		// The ctrl segment, then what follows it in the first WQEBB.
+		buf := m.sqBuf
+		idx := curPost & (sq.wqeCnt - 1)
+		c := int(idx) << mlx5SendWQEShift
 		w := (*[mlx5SendWQEBB]byte)(buf[c : c+mlx5SendWQEBB])
 		var imm uint32
 		if op == OpSendWithImm || op == OpRDMAWriteWithImm {
@@ -686,23 +636,51 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 		binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
 		binary.BigEndian.PutUint32(w[12:], imm)
 		sz := mlx5CtrlSize / 16
-		if raddr {
-			binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr)
-			binary.BigEndian.PutUint32(w[24:], wr.RKey)
-			binary.BigEndian.PutUint32(w[28:], 0)
-			sz += mlx5RaddrSize / 16
+		seg := c + mlx5CtrlSize
+		if m.typ != qp.UD {
+			if mlx5HasRaddr(m.typ, op) {
+				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
+				binary.BigEndian.PutUint32(w[24:], wr.RKey)
+				binary.BigEndian.PutUint32(w[28:], 0)
+				seg += mlx5RaddrSize
+				sz += mlx5RaddrSize / 16
+			}
+		} else {
+			// set_datagram_seg: the AH's address vector, with the remote QP
+			// number and Q_Key.
+			if av != nil {
+				// In 16-byte moves: a 48-byte copy is a call to memmove.
+				*(*[16]byte)(w[16:32]) = *(*[16]byte)(av[0:16])
+				*(*[16]byte)(w[32:48]) = *(*[16]byte)(av[16:32])
+				*(*[16]byte)(w[48:64]) = *(*[16]byte)(av[32:48])
+			}
+			binary.BigEndian.PutUint32(w[mlx5CtrlSize+8:], wr.RemoteQPN|mlx5ExtendedUDAV)
+			binary.BigEndian.PutUint32(w[mlx5CtrlSize:], wr.RemoteQKey)
+			seg += mlx5DatagramSize
+			sz += mlx5DatagramSize / 16
+			if seg == len(buf) {
+				seg = 0
+			}
 		}
-		if inline {
-			// set_data_inl_seg for one SGE that does not wrap.
-			if l := int(sges[0].Length); l != 0 {
-				dst := buf[seg : seg+4+l]
-				binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
-				if wordCopyOK && l >= 32 && l <= 64 {
-					copyInline32To64(dst[4:], sges[0].Addr)
-				} else {
-					copyInline(dst[4:], sges[0].Addr)
+
+		// The data segments, or the inline data segment (its padding to 16
+		// bytes is not written, as in libmlx5).
+		if flags&SendInline != 0 && nsge > 0 {
+			if !inlData && len(sges) == 1 && int(sges[0].Length) <= m.maxInline && seg+4+int(sges[0].Length) <= len(buf) && sges[0].Addr >= 4096 {
+				// set_data_inl_seg for one SGE that does not wrap, in line.
+				if l := int(sges[0].Length); l != 0 {
+					dst := buf[seg : seg+4+l]
+					binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
+					if wordCopyOK && l >= 32 && l <= 64 {
+						copyInline32To64(dst[4:], sges[0].Addr)
+					} else {
+						copyInline(dst[4:], sges[0].Addr)
+					}
+					sz += (l + 4 + 15) / 16
 				}
-				sz += (l + 4 + 15) / 16
+			} else {
+				sq.curPost, m.fmCache = curPost, nextFence
+				return nreq, size, ctrl, stopInlineSeg
 			}
 		} else {
 			d := seg
@@ -712,7 +690,7 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 					d = 0
 				}
 				if s.Length != 0 {
-					ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize])
+					ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize]) // set_data_ptr_seg
 					binary.BigEndian.PutUint32(ds[0:], s.Length)
 					binary.BigEndian.PutUint32(ds[4:], s.LKey)
 					binary.BigEndian.PutUint64(ds[8:], s.Addr)
@@ -721,162 +699,80 @@ func (m *mlx5QP) postRC(wrs []SendWR) (nreq, size, ctrl int) {
 				}
 			}
 		}
-		binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
-		binary.BigEndian.PutUint32(w[4:], uint32(sz)|m.qpn<<8)
-		*(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrid)), uintptr(idx)*8)) = wr.ID
-		*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wqeHead)), uintptr(idx)*4)) = sq.head + uint32(nreq)
-		*(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.wrData)), uintptr(idx)*4)) = 0
-		curPost += uint32(uint(sz*16+mlx5SendWQEBB-1) / mlx5SendWQEBB)
-		size, ctrl = sz, c
+		curPost = m.finishWQE(w, idx, curPost, op, wr.ID, sz, uint32(nreq))
+		locked, size, ctrl = false, sz, c
 	}
-	sq.curPost = curPost
-	m.fmCache = nextFence
-	return nreq, size, ctrl
+	sq.curPost, m.fmCache = curPost, nextFence
+	return nreq, size, ctrl, 0
 }
 
-// postAny is the loop of _mlx5_post_send for every WR postSend takes,
-// from wrs[nreq] on, after postRC: SEND, SEND_WITH_IMM, RDMA_WRITE,
-// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, inline data from
-// InlineData or SGEs, and every error. size and ctrl are those of the
-// last WQE written (ctrl -1: none yet); it returns them with the number
-// of WRs posted in all.
-//
-// The loop keeps what does not change per WR in locals (the QP's
-// fields would otherwise be reloaded after every store through a
-// pointer), writes each WQEBB's segments through one bounds-checked
-// *[64]byte (binary.BigEndian on constant offsets: a BSWAP and a store,
-// no further check) and takes the overflow check's CQ lock only when
-// the lock-free test fails, as mlx5_wq_overflow does.
-func (m *mlx5QP) postAny(wrs []SendWR, nreq, size, ctrl int) (int, int, int, error) {
+// finishInlineWQE writes the inline data segment of the WQE writeWQEs
+// left at stopInlineSeg, and finishes it; it returns the WQE's size and
+// offset, or stopInline if set_data_inl_seg failed.
+func (m *mlx5QP) finishInlineWQE(wr *SendWR, nreq uint32) (size, ctrl, stop int) {
 	sq := &m.sq
-	buf := m.sqBuf
-	qend := len(buf)
-	mask := sq.wqeCnt - 1
-	head, maxPost, maxGS := sq.head, sq.maxPost, sq.stateMaxGS
 	curPost := sq.curPost
-	qpnDS := m.qpn << 8
-	typ := m.typ
-	sigBits := m.signalBits
-	nextFence := m.fmCache
-	var err error
-	for ; nreq < len(wrs); nreq++ {
-		wr := &wrs[nreq]
-		op := wr.Opcode
-		if uint(op) >= uint(len(mlx5IBOpcode)) {
-			err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.EINVAL, fmt.Sprintf("bad opcode %d", wr.Opcode))
-			break
-		}
-		if head-sq.tail.Load()+uint32(nreq) >= maxPost && m.overflow(sq, uint32(nreq), m.q.sendCQ) {
-			err = m.sendErr(nreq, len(wrs), ErrQueueFull, unix.ENOMEM, "work queue overflow")
-			break
-		}
-		flags := wr.Flags
-		inlData := flags&SendInline != 0 && wr.InlineData != nil
+	idx := curPost & (sq.wqeCnt - 1)
+	c := int(idx) << mlx5SendWQEShift
+	sz := mlx5CtrlSize / 16
+	if m.typ == qp.UD {
+		sz += mlx5DatagramSize / 16
+	} else if mlx5HasRaddr(m.typ, wr.Opcode) {
+		sz += mlx5RaddrSize / 16
+	}
+	seg := c + sz*16
+	if seg == len(m.sqBuf) {
+		seg = 0 // after a datagram segment that ends the SQ
+	}
+	n, ok := m.setDataInlSeg(wr, wr.InlineData != nil, seg)
+	if !ok {
+		return 0, 0, stopInline
+	}
+	sq.curPost = m.finishWQE((*[mlx5SendWQEBB]byte)(m.sqBuf[c:c+mlx5SendWQEBB]), idx, curPost, wr.Opcode, wr.ID, sz+n, nreq)
+	return sz + n, c, 0
+}
+
+// mlx5HasRaddr says whether op's WQE on an RC or UC QP has a remote
+// address segment (RDMA READ is RC only).
+func mlx5HasRaddr(t qp.QPType, op Opcode) bool {
+	return op == OpRDMAWrite || op == OpRDMAWriteWithImm || (op == OpRDMARead && t == qp.RC)
+}
+
+// finishWQE writes the ctrl segment w's opcode, index, QP number and
+// size (sz 16-byte units), records the WR's ID, and returns cur_post
+// moved on.
+func (m *mlx5QP) finishWQE(w *[mlx5SendWQEBB]byte, idx, curPost uint32, op Opcode, id uint64, sz int, nreq uint32) uint32 {
+	binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
+	binary.BigEndian.PutUint32(w[4:], uint32(sz)|m.qpn<<8)
+	m.sq.wrid[idx] = id
+	m.sq.wqeHead[idx] = m.sq.head + nreq
+	return curPost + uint32(uint(sz*16+mlx5SendWQEBB-1)/mlx5SendWQEBB)
+}
+
+// postSendErr is the error of wrs[i], at which postSend stopped.
+func (m *mlx5QP) postSendErr(wrs []SendWR, i, stop int) error {
+	wr := &wrs[i]
+	n := len(wrs)
+	switch stop {
+	case stopOpcode:
+		return m.sendErr(i, n, ErrInvalidArgument, unix.EINVAL, fmt.Sprintf("bad opcode %d", wr.Opcode))
+	case stopOverflow:
+		return m.sendErr(i, n, ErrQueueFull, unix.ENOMEM, "work queue overflow")
+	case stopSGEs:
 		nsge := len(wr.SGEs)
-		if inlData {
+		if wr.Flags&SendInline != 0 && wr.InlineData != nil {
 			nsge = 1
 		}
-		if nsge > maxGS {
-			err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(maxGS, 0)))
-			break
-		}
-		if typ == qp.UD && wr.AH == nil {
-			err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.EINVAL, "UD send without an AH")
-			break
-		}
-		fm := sigBits | nextFence
-		if flags&SendFence != 0 {
-			fm = sigBits | mlx5WQECtrlFence
-		}
-		nextFence = 0
-		if flags&SendSignaled != 0 {
-			fm |= mlx5WQECtrlCQUpdate
-		}
-		if flags&SendSolicited != 0 {
-			fm |= mlx5WQECtrlSolicited
-		}
-		if mlx5Mutant == mutantSegmentByte {
-			fm ^= mlx5WQECtrlSolicited // mutation: a wrong fm_ce_se
-		}
-		idx := curPost & mask
-		ctrl = int(idx) << mlx5SendWQEShift
-		// The ctrl segment and what follows it in the first WQEBB (remote
-		// address or datagram segment, and the first data segment).
-		w := (*[mlx5SendWQEBB]byte)(buf[ctrl : ctrl+mlx5SendWQEBB])
-		var imm uint32
-		if op == OpSendWithImm || op == OpRDMAWriteWithImm {
-			imm = wr.Imm
-		}
-		binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
-		binary.BigEndian.PutUint32(w[12:], imm)
-		seg := ctrl + mlx5CtrlSize
-		size = mlx5CtrlSize / 16
-		sq.wrData[idx] = 0
-		switch typ {
-		case qp.RC, qp.UC:
-			if op == OpRDMAWrite || op == OpRDMAWriteWithImm || (typ == qp.RC && op == OpRDMARead) {
-				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr)
-				binary.BigEndian.PutUint32(w[24:], wr.RKey)
-				binary.BigEndian.PutUint32(w[28:], 0)
-				seg += mlx5RaddrSize
-				size += mlx5RaddrSize / 16
-			}
-		case qp.UD:
-			if av := m.p.av(wr.AH.num); av != nil {
-				copy(w[16:16+mlx5DatagramSize], av[:])
-			}
-			binary.BigEndian.PutUint32(w[16+8:], wr.RemoteQPN|mlx5ExtendedUDAV)
-			binary.BigEndian.PutUint32(w[16:], wr.RemoteQKey)
-			seg += mlx5DatagramSize
-			size += mlx5DatagramSize / 16
-			if seg == qend {
-				seg = 0
-			}
-		}
-		if flags&SendInline != 0 && nsge > 0 {
-			var sz int
-			ok := true
-			if !inlData && nsge == 1 && int(wr.SGEs[0].Length) <= m.maxInline && seg+4+int(wr.SGEs[0].Length) <= qend {
-				// set_data_inl_seg for one SGE that does not wrap, in line.
-				if l := int(wr.SGEs[0].Length); l != 0 {
-					copy(buf[seg+4:seg+4+l], memAt(wr.SGEs[0].Addr, l))
-					binary.BigEndian.PutUint32(buf[seg:seg+4], uint32(l)|mlx5InlineSeg)
-					sz = (l + 4 + 15) / 16
-				}
-			} else {
-				sz, ok = m.setDataInlSeg(wr, inlData, seg)
-			}
-			if !ok {
-				err = m.sendErr(nreq, len(wrs), ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("inline data over %d bytes", m.maxInline))
-				break
-			}
-			size += sz
-		} else {
-			d := seg
-			for i := range wr.SGEs {
-				s := &wr.SGEs[i]
-				if d == qend {
-					d = 0
-				}
-				if s.Length != 0 {
-					ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize])
-					binary.BigEndian.PutUint32(ds[0:], s.Length)
-					binary.BigEndian.PutUint32(ds[4:], s.LKey)
-					binary.BigEndian.PutUint64(ds[8:], s.Addr)
-					d += mlx5DataSegSize
-					size += mlx5DataSegSize / 16
-				}
-			}
-		}
-		binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
-		binary.BigEndian.PutUint32(w[4:], uint32(size)|qpnDS)
-		sq.wrid[idx] = wr.ID
-		sq.wqeHead[idx] = head + uint32(nreq)
-		curPost += uint32((size*16 + mlx5SendWQEBB - 1) / mlx5SendWQEBB)
+		return m.sendErr(i, n, ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(m.sq.stateMaxGS, 0)))
+	case stopNoAH:
+		return m.sendErr(i, n, ErrInvalidArgument, unix.EINVAL, "UD send without an AH")
 	}
-	sq.curPost = curPost
-	m.fmCache = nextFence
-	return nreq, size, ctrl, err
+	for _, s := range wr.SGEs {
+		if s.Length != 0 && s.Addr < 4096 && wr.InlineData == nil {
+			return m.sendErr(i, n, ErrInvalidArgument, unix.EFAULT, fmt.Sprintf("inline SGE at address %#x", s.Addr))
+		}
+	}
+	return m.sendErr(i, n, ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("inline data over %d bytes", m.maxInline))
 }
 
 // wordCopyOK: 8-byte loads and stores at any alignment are plain
@@ -885,8 +781,9 @@ const wordCopyOK = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" ||
 	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "ppc64" || runtime.GOARCH == "s390x"
 
 // copyInline copies len(dst) bytes from user address src into a WQE,
-// in 8-byte words then bytes where wordCopyOK: no call to memmove, whose
-// call would make postRC keep its loop's values on the stack.
+// in 8-byte words then bytes where wordCopyOK.
+// unsafe: src is the caller's registered memory, off the Go heap, reached
+// by address; a call to memmove here would make postSend's loop spill.
 func copyInline(dst []byte, src uint64) {
 	if !wordCopyOK {
 		copy(dst, memAt(src, len(dst)))
@@ -904,13 +801,10 @@ func copyInline(dst []byte, src uint64) {
 }
 
 // copyInline32To64 is copyInline for 32 to 64 bytes where wordCopyOK:
-// four 16-byte moves, the last two ending at the last byte (so they may
-// overlap the first two), as memmove's own case for 33 to 64 bytes; a
-// 16-byte move is one load and one store (MOVUPS on amd64, LDP/STP on
-// arm64), where a larger one between pointers that may overlap is a
-// call to memmove. copyInline's loop takes 40-odd instructions for 64
-// bytes, memmove 28 and a call. The callers test the length: with the
-// test in it, copyInline's loop and this would be too big to inline.
+// four 16-byte moves (one load and one store each), the last two ending
+// at the last byte, as memmove's own case for 33 to 64 bytes, without
+// its call. The callers test the length, so that both copies inline.
+// unsafe: as copyInline.
 func copyInline32To64(dst []byte, src uint64) {
 	n := len(dst)
 	d, s := unsafe.Pointer(unsafe.SliceData(dst)), *(*unsafe.Pointer)(unsafe.Pointer(&src))
@@ -922,33 +816,34 @@ func copyInline32To64(dst []byte, src uint64) {
 
 // setDataInlSeg is set_data_inl_seg: the SGEs' bytes (or InlineData)
 // copied after a 4-byte header, wrapping at the end of the SQ; the
-// padding to 16 bytes is not written. ok is false past max_inline_data.
-func (m *mlx5QP) setDataInlSeg(wr *SendWR, inlData bool, seg int) (sz int, ok bool) {
+// padding to 16 bytes is not written. It fails (ok false) past
+// max_inline_data, and at an SGE below 4096, whose fault would panic
+// with the send queue locked.
+func (m *mlx5QP) setDataInlSeg(wr *SendWR, inlData bool, seg int) (int, bool) {
 	buf := m.sqBuf
 	qend := len(buf)
 	w := seg + 4
 	inl := 0
-	n := len(wr.SGEs)
+	nsrc := len(wr.SGEs)
 	if inlData {
-		n = 1
+		nsrc = 1
 	}
-	for i := 0; i < n; i++ {
-		var src []byte
-		if inlData {
-			src = wr.InlineData
+	for j := 0; j < nsrc; j++ {
+		src := wr.InlineData
+		if !inlData {
+			src = nil
+			if l := int(wr.SGEs[j].Length); l != 0 && inl+l <= m.maxInline {
+				if wr.SGEs[j].Addr < 4096 {
+					return 0, false
+				}
+				src = memAt(wr.SGEs[j].Addr, l)
+			}
+			inl += int(wr.SGEs[j].Length)
 		} else {
-			l := int(wr.SGEs[i].Length)
-			inl += l
-			if inl > m.maxInline {
-				return 0, false
-			}
-			src = memAt(wr.SGEs[i].Addr, l)
-		}
-		if inlData {
 			inl += len(src)
-			if inl > m.maxInline {
-				return 0, false
-			}
+		}
+		if inl > m.maxInline {
+			return 0, false
 		}
 		if w+len(src) > qend {
 			c := copy(buf[w:qend], src)
@@ -964,46 +859,36 @@ func (m *mlx5QP) setDataInlSeg(wr *SendWR, inlData bool, seg int) (sz int, ok bo
 	return (inl + 4 + 15) / 16, true
 }
 
-// ringSend is post_send_db. Without a lock on the BlueFlame register
-// (the common case: a low-latency bfreg of its own) the sequence from
-// udma_to_device_barrier to mmio_flush_writes is one call,
-// abi.DoorbellWC, which keeps the same stores and fences in the same
-// order; with a lock, and in the barrier mutant, it is spelt out here.
-func (m *mlx5QP) ringSend(nreq uint32, size, ctrl int) {
+// ringSendUnlock is post_send_db with a lock on the BlueFlame register,
+// or in the barrier mutant, spelt out; then the send queue's unlock.
+// postSend rings the common case itself.
+func (m *mlx5QP) ringSendUnlock(nreq uint32, size, ctrl int) {
+	defer m.sqMu.Unlock()
 	if nreq == 0 {
 		return
 	}
 	sq := &m.sq
 	sq.head += nreq
-	dbval := htobe32(sq.curPost & 0xffff)
 	bf := m.bf
+	// unsafe: the BlueFlame register is mmap'd UAR memory.
 	reg := unsafe.Add(bf.reg, bf.offset)
-	buf := m.sqBuf
-	// prefer_bf defaults to 1: BlueFlame with or without inline data.
 	n := 8 // mmio_write64_be of the ctrl segment's first 8 bytes
 	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
-		n = (size*16 + 63) / 64 * 64 // mlx5_bf_copy
-	}
-	if !bf.lock && mlx5Mutant != mutantBarrier {
-		// The copy's source wraps at the end of the SQ (mlx5_bf_copy).
-		n1 := min(n, len(buf)-ctrl)
-		abi.DoorbellWC(&m.db[mlx5SndDBR], dbval, reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
-			unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
-		bf.offset ^= bf.bufSize
-		return
+		n = (size*16 + 63) &^ 63 // mlx5_bf_copy (prefer_bf defaults to 1)
 	}
 	// Descriptors are written before the doorbell record.
-	abi.UDMAToDeviceBarrier()
-	m.db[mlx5SndDBR] = dbval
+	barrier.UDMAToDevice()
+	m.db[mlx5SndDBR] = htobe32(sq.curPost & 0xffff)
 	if bf.lock {
 		// mmio_wc_spinlock: x86 relies on the lock's serialisation.
 		bf.mu.Lock()
+		defer bf.mu.Unlock()
 		if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
-			abi.MMIOFlushWrites()
+			barrier.MMIOFlushWrites()
 		}
 	} else if mlx5Mutant != mutantBarrier {
 		// mmio_wc_start: the record is written before the WC copy.
-		abi.MMIOFlushWrites()
+		barrier.MMIOFlushWrites()
 	}
 	if n > 8 {
 		m.bfCopy(reg, ctrl, n)
@@ -1011,18 +896,16 @@ func (m *mlx5QP) ringSend(nreq uint32, size, ctrl int) {
 		*(*uint64)(reg) = *(*uint64)(unsafe.Pointer(&m.sqBuf[ctrl]))
 	}
 	if mlx5Mutant == mutantBarrier {
-		abi.MMIOFlushWrites() // mutation: mmio_wc_start after the WC copy
+		barrier.MMIOFlushWrites() // mutation: mmio_wc_start after the WC copy
 	}
 	// Flush the WC buffers before toggling the BlueFlame half.
-	abi.MMIOFlushWrites()
+	barrier.MMIOFlushWrites()
 	bf.offset ^= bf.bufSize
-	if bf.lock {
-		bf.mu.Unlock()
-	}
 }
 
 // bfCopy is mlx5_bf_copy: 64 bytes at a time as eight 64-bit stores
 // (mmio_memcpy_x64), the source wrapping at the end of the SQ.
+// unsafe: dst is the mmap'd BlueFlame register.
 func (m *mlx5QP) bfCopy(dst unsafe.Pointer, src, n int) {
 	buf := m.sqBuf
 	for n > 0 {
@@ -1083,7 +966,7 @@ func (m *mlx5QP) postRecv(wrs []RecvWR) error {
 	if nreq > 0 {
 		rq.head += uint32(nreq)
 		// Descriptors are written before the doorbell record.
-		abi.UDMAToDeviceBarrier()
+		barrier.UDMAToDevice()
 		m.db[mlx5RcvDBR] = htobe32(rq.head & 0xffff)
 	}
 	return err

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/barrier"
 	"github.com/go-rdma/rdmacm/internal/mlx5sim"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -275,7 +276,7 @@ func newGoRig(b *testing.B) *goRig {
 	// The timed loop runs with no barrier hook: Install's records every
 	// fence in the trace, which is for the differential test only.
 	undoSeam := g.restore
-	unhook := abi.SetBarrierHook(nil)
+	unhook := barrier.SetHook(nil)
 	g.restore = func() { unhook(); undoSeam() }
 	return g
 }

@@ -330,7 +330,7 @@ func (d *Device) emitChanged(r *region, base, cur []byte) bool {
 
 // Fence records that the program is about to execute the fence
 // instruction instr ("sfence", "lfence", "mfence"; from the shim's
-// single-stepping of libmlx5, or abi.SetBarrierHook in-process): a
+// single-stepping of libmlx5, or barrier.SetHook in-process): a
 // "fence INSTR" line, then one line per 64-byte chunk of a doorbell
 // record or UAR/BlueFlame page that changed since the previous fence or
 // snapshot (the format of Snapshot, without the hash line). Stores are

@@ -25,7 +25,7 @@ import (
 // from its PostSend line round to it again. It splits them into the
 // harness (bench.c's main; the mlx5sim_test functions) and the provider
 // (everything the verbs run: libibverbs, libmlx5 and the libc spinlock
-// and memcpy it calls; uverbs, internal/abi and the runtime's memmove),
+// and memcpy it calls; uverbs, internal/barrier and the runtime's memmove),
 // and counts locked instructions and fences. Unlike times, the counts
 // do not depend on the machine's load (docs/benchmarks.md, mlx5
 // section). x86-64 only; it needs gdb.

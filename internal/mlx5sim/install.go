@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/barrier"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,7 +40,7 @@ func IsUverbsFD(fd int) bool {
 // completion channels) are eventfds. User memory is accessed with
 // SelfMem, so a stale address is an EFAULT in the trace, not a crash.
 //
-// It also installs abi.SetBarrierHook: every barrier the Go provider
+// It also installs barrier.SetHook: every barrier the Go provider
 // executes, in any verb, becomes a Device.Fence line (the C side records
 // fences only in the verbs it single-steps, README section 4, so a
 // barrier elsewhere shows up as a difference).
@@ -49,7 +50,7 @@ func (d *Device) Install() (restore func()) {
 	d.newFD = func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) }
 	d.mu.Unlock()
 	undo := abi.SetTestDevice(s)
-	undoHook := abi.SetBarrierHook(func(instr string) { d.Fence(s.mem, instr) })
+	undoHook := barrier.SetHook(func(instr string) { d.Fence(s.mem, instr) })
 	return func() {
 		undoHook()
 		undo()

@@ -1,14 +1,14 @@
-package abi
+package barrier
 
 import "sync/atomic"
 
-// barrierHookBox holds the hook installed by SetBarrierHook.
+// barrierHookBox holds the hook installed by SetHook.
 type barrierHookBox struct{ f func(instr string) }
 
 var barrierHook atomic.Pointer[barrierHookBox]
 
-// SetBarrierHook makes every barrier function (UDMAToDeviceBarrier,
-// UDMAFromDeviceBarrier, MMIOFlushWrites) call f just before its barrier
+// SetHook makes every barrier function (UDMAToDevice,
+// UDMAFromDevice, MMIOFlushWrites) call f just before its barrier
 // executes, with the mnemonic of the fence instruction the barrier emits
 // on this GOARCH: "lfence" and "sfence" on amd64 (udma_to_device_barrier
 // emits no instruction there, only a compiler barrier, and calls
@@ -24,7 +24,7 @@ var barrierHook atomic.Pointer[barrierHookBox]
 // barrier relative to the device-visible stores); with no hook
 // installed, a barrier costs one load and a branch more, in its
 // assembly. DoorbellWC calls it before each of its fences too.
-func SetBarrierHook(f func(instr string)) (restore func()) {
+func SetHook(f func(instr string)) (restore func()) {
 	var b *barrierHookBox
 	if f != nil {
 		b = &barrierHookBox{f}

@@ -1,9 +1,9 @@
-package abi
+package barrier
 
 import "unsafe"
 
 // The fence instructions barrier_amd64.s emits (util/udma_barrier.h,
-// __x86_64__), as SetBarrierHook reports them. udma_to_device_barrier is
+// __x86_64__), as SetHook reports them. udma_to_device_barrier is
 // a compiler barrier only: no instruction, no hook call.
 const (
 	instrToDevice   = ""

@@ -1,4 +1,4 @@
-package abi
+package barrier
 
 import (
 	"reflect"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// wantBarrierInstrs is what the hook must see for UDMAToDeviceBarrier,
-// UDMAFromDeviceBarrier and MMIOFlushWrites, in that order, per GOARCH
+// wantBarrierInstrs is what the hook must see for UDMAToDevice,
+// UDMAFromDevice and MMIOFlushWrites, in that order, per GOARCH
 // ("" = no call: the barrier emits no instruction).
 func wantBarrierInstrs() [3]string {
 	switch runtime.GOARCH {
@@ -37,9 +37,9 @@ func wantBarrierInstrs() [3]string {
 
 func TestBarrierHook(t *testing.T) {
 	var got []string
-	restore := SetBarrierHook(func(instr string) { got = append(got, instr) })
-	UDMAToDeviceBarrier()
-	UDMAFromDeviceBarrier()
+	restore := SetHook(func(instr string) { got = append(got, instr) })
+	UDMAToDevice()
+	UDMAFromDevice()
 	MMIOFlushWrites()
 	var want []string
 	for _, w := range wantBarrierInstrs() {
@@ -53,7 +53,7 @@ func TestBarrierHook(t *testing.T) {
 
 	// A nested hook replaces the first until restored.
 	var inner []string
-	restoreInner := SetBarrierHook(func(instr string) { inner = append(inner, instr) })
+	restoreInner := SetHook(func(instr string) { inner = append(inner, instr) })
 	got = nil
 	MMIOFlushWrites()
 	if len(got) != 0 || len(inner) != 1 || inner[0] != wantBarrierInstrs()[2] {
@@ -67,15 +67,15 @@ func TestBarrierHook(t *testing.T) {
 
 	restore()
 	got = nil
-	UDMAToDeviceBarrier()
-	UDMAFromDeviceBarrier()
+	UDMAToDevice()
+	UDMAFromDevice()
 	MMIOFlushWrites()
 	if len(got) != 0 || barrierHook.Load() != nil {
 		t.Errorf("after restore the hook still saw %q", got)
 	}
 
 	// A nil hook is no hook.
-	restoreNil := SetBarrierHook(nil)
+	restoreNil := SetHook(nil)
 	MMIOFlushWrites()
 	restoreNil()
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package abi
+package barrier
 
 import "unsafe"
 

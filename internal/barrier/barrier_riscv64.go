@@ -1,7 +1,7 @@
-package abi
+package barrier
 
 // The fence instructions barrier_riscv64.s emits (util/udma_barrier.h,
-// __riscv), as SetBarrierHook reports them.
+// __riscv), as SetHook reports them.
 const (
 	instrToDevice   = "fence ow,ow"
 	instrFromDevice = "fence ir,ir"

@@ -1,6 +1,6 @@
 //go:build arm64 || ppc64 || ppc64le || riscv64
 
-package abi
+package barrier
 
 // storeRelease32 is StoreRelease32's assembly (barrier_$GOARCH.s).
 //

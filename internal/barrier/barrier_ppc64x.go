@@ -1,9 +1,9 @@
 //go:build ppc64 || ppc64le
 
-package abi
+package barrier
 
 // The barrier instructions barrier_ppc64x.s emits (util/udma_barrier.h,
-// __PPC64__), as SetBarrierHook reports them.
+// __PPC64__), as SetHook reports them.
 const (
 	instrToDevice   = "sync"
 	instrFromDevice = "lwsync"

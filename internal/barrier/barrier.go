@@ -1,6 +1,6 @@
 //go:build amd64 || arm64 || ppc64 || ppc64le || riscv64
 
-package abi
+package barrier
 
 // Barriers for memory a device reads or writes (work queues, doorbell
 // records, UAR/BlueFlame pages), one per rdma-core util/udma_barrier.h
@@ -17,17 +17,17 @@ package abi
 // every load and store on its side of it (asm volatile "memory"). The
 // instruction names the hook receives are in barrier_$GOARCH.go.
 
-// UDMAToDeviceBarrier is udma_to_device_barrier(): stores to memory the
+// UDMAToDevice is udma_to_device_barrier(): stores to memory the
 // device DMA-reads (WQEs) are visible before a later doorbell store.
 // amd64: compiler barrier only; arm64: DSB ST; ppc64: SYNC; riscv64:
 // FENCE OW,OW.
-func UDMAToDeviceBarrier() { udmaToDeviceBarrier() }
+func UDMAToDevice() { udmaToDeviceBarrier() }
 
-// UDMAFromDeviceBarrier is udma_from_device_barrier(): after observing a
+// UDMAFromDevice is udma_from_device_barrier(): after observing a
 // device write (a CQE owner bit), later loads see what the device wrote
 // before it. amd64: LFENCE; arm64: DSB LD; ppc64: LWSYNC; riscv64: FENCE
 // IR,IR.
-func UDMAFromDeviceBarrier() { udmaFromDeviceBarrier() }
+func UDMAFromDevice() { udmaFromDeviceBarrier() }
 
 // MMIOFlushWrites is mmio_flush_writes() (and mmio_wc_start(), the same
 // macro): orders and flushes stores to write-combining MMIO (BlueFlame,

@@ -1,9 +1,9 @@
 //go:build !race
 
-package abi
+package barrier
 
 // StoreRelease32 stores v at p with release ordering (see
-// barrier_store.go). amd64: a plain store, inlined. x86-TSO makes every
+// store.go). amd64: a plain store, inlined. x86-TSO makes every
 // store a release store: no load or store before it becomes visible
 // after it. The compiler keeps it after them too: stores are never
 // reordered among themselves (each takes the memory state the one

@@ -1,6 +1,6 @@
 //go:build !amd64 && !arm64 && !ppc64 && !ppc64le && !riscv64
 
-package abi
+package barrier
 
 import (
 	"runtime"
@@ -20,7 +20,7 @@ import (
 //
 // The atomic add is a compiler intrinsic; the compiler does not move
 // loads and stores across it either. Each function first reports to the
-// test hook (SetBarrierHook) the instruction the add compiles to.
+// test hook (SetHook) the instruction the add compiles to.
 
 var barrierWord atomic.Uint32
 
@@ -40,16 +40,16 @@ func fallbackInstr() string {
 	return "atomic add"
 }
 
-// UDMAToDeviceBarrier is udma_to_device_barrier() (see barrier.go).
-func UDMAToDeviceBarrier() {
+// UDMAToDevice is udma_to_device_barrier() (see barrier.go).
+func UDMAToDevice() {
 	if barrierHook.Load() != nil {
 		callBarrierHook(fallbackInstr())
 	}
 	barrierWord.Add(1)
 }
 
-// UDMAFromDeviceBarrier is udma_from_device_barrier() (see barrier.go).
-func UDMAFromDeviceBarrier() {
+// UDMAFromDevice is udma_from_device_barrier() (see barrier.go).
+func UDMAFromDevice() {
 	if barrierHook.Load() != nil {
 		callBarrierHook(fallbackInstr())
 	}

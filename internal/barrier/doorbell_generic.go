@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package abi
+package barrier
 
 import "unsafe"
 
@@ -8,7 +8,7 @@ import "unsafe"
 // With release not nil, a release store of 0 there ends it
 // (DoorbellWCUnlock).
 func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr, release *uint32) {
-	UDMAToDeviceBarrier()
+	UDMAToDevice()
 	*rec = val
 	MMIOFlushWrites()
 	copyWC(dst, src1, n1)

@@ -1,4 +1,4 @@
-package abi
+package barrier
 
 import "unsafe"
 
@@ -29,7 +29,7 @@ func DoorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, s
 // releases right after it (mlx5_spin_unlock), and here the release
 // store is the assembly's last instruction instead of a call of its
 // own. Under the race detector it is DoorbellWC and then l.Unlock()
-// (barrier_doorbell_race.go), so that the detector sees the unlock.
+// (doorbell_race.go), so that the detector sees the unlock.
 func DoorbellWCUnlock(l *SpinLock, rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
 	doorbellWCUnlock(l, rec, val, dst, src1, n1, src2, n2)
 }

@@ -1,4 +1,4 @@
-package abi
+package barrier
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func TestDoorbellWC(t *testing.T) {
 			var copiedAtFirst, copiedAtLast bool
 			want := append(append([]byte(nil), srcB[256:256+c.n1]...), srcB[:c.n2]...)
 			n := c.n1 + c.n2
-			restore := SetBarrierHook(func(instr string) {
+			restore := SetHook(func(instr string) {
 				switch len(seen) {
 				case firstMMIO:
 					recAtFirst = rec
