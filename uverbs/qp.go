@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -116,7 +117,7 @@ func (pd *PD) createQPLocked(init QPInit) (*QP, error) {
 	if x.nativeIoctl {
 		qpn := &w.qpn
 		*qpn = [4]byte{}
-		call := abi.NewIoctl(abi.UverbsObjectQP, abi.UverbsMethodQPCreate, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectQP, abi.UverbsMethodQPCreate, x.driverID)
 		call.IDR(abi.UverbsAttrCreateQPPDHandle, pd.handle)
 		call.IDR(abi.UverbsAttrCreateQPSendCQHandle, init.SendCQ.handle)
 		call.IDR(abi.UverbsAttrCreateQPRecvCQHandle, init.RecvCQ.handle)
