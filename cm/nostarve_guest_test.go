@@ -21,11 +21,23 @@ import (
 // longest time between two of its wake-ups: with GOMAXPROCS=1 that is the
 // longest time the other goroutines kept the one P from it.
 type gapMeter struct {
-	mu   sync.Mutex
-	last time.Time
-	max  time.Duration
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex
+	last     time.Time
+	max      time.Duration // since reset
+	cmdMax   time.Duration // since mark
+	stop     chan struct{}
+	done     chan struct{}
+	noise    time.Duration
+	worst    cmdGap // of the phase: the command with the largest gap
+	failures []cmdGap
+}
+
+// cmdGap is one command's length and the ticker's largest gap during it.
+type cmdGap struct {
+	name     string
+	took     time.Duration
+	gap      time.Duration
+	sequence int
 }
 
 func startGapMeter(t *testing.T) *gapMeter {
@@ -42,7 +54,8 @@ func startGapMeter(t *testing.T) *gapMeter {
 			}
 			now := time.Now()
 			g.mu.Lock()
-			g.max = max(g.max, now.Sub(g.last))
+			d := now.Sub(g.last)
+			g.max, g.cmdMax = max(g.max, d), max(g.cmdMax, d)
 			g.last = now
 			g.mu.Unlock()
 		}
@@ -54,7 +67,7 @@ func startGapMeter(t *testing.T) *gapMeter {
 // reset starts a new measurement now.
 func (g *gapMeter) reset() {
 	g.mu.Lock()
-	g.last, g.max = time.Now(), 0
+	g.last, g.max, g.worst, g.failures = time.Now(), 0, cmdGap{}, nil
 	g.mu.Unlock()
 }
 
@@ -65,33 +78,53 @@ func (g *gapMeter) gap() time.Duration {
 	return max(g.max, time.Since(g.last))
 }
 
-// phase runs f with the meter reset; f reports its longest single command
-// through longest. The ticker's largest gap must stay below a quarter of
-// that command's length, or below noise for short commands: a command
-// issued as a raw syscall holds the P for its whole length.
-func (g *gapMeter) phase(t *testing.T, name string, noise time.Duration, f func(longest *time.Duration)) {
+// bound is the largest gap a command of length took may leave: a quarter
+// of its length, or the guest's noise for short commands. A command that
+// holds the P (a raw syscall) leaves a gap as long as itself.
+func (g *gapMeter) bound(took time.Duration) time.Duration { return max(g.noise, took/4) }
+
+// cmd runs one command and records its length and the ticker's largest
+// gap while it ran.
+func (g *gapMeter) cmd(name string, i int, f func() error) error {
+	g.mu.Lock()
+	g.cmdMax = 0
+	g.mu.Unlock()
+	start := time.Now()
+	err := f()
+	took := time.Since(start)
+	g.mu.Lock()
+	c := cmdGap{name: name, took: took, gap: max(g.cmdMax, time.Since(g.last)), sequence: i}
+	if c.gap > g.worst.gap {
+		g.worst = c
+	}
+	if c.gap > g.bound(c.took) {
+		g.failures = append(g.failures, c)
+	}
+	g.mu.Unlock()
+	return err
+}
+
+// phase runs f, whose commands go through g.cmd, with the meter reset,
+// and fails the test for each command during which the ticker's gap
+// exceeded the bound.
+func (g *gapMeter) phase(t *testing.T, name string, f func()) {
 	t.Helper()
-	var longest time.Duration
 	runtime.GC() // no collection left over from the phase before
 	g.reset()
 	start := time.Now()
-	f(&longest)
+	f()
 	took := time.Since(start)
 	gap := g.gap()
-	bound := max(noise, longest/4)
-	t.Logf("NOSTARVE %-28s total %-10v longest command %-10v ticker gap %-10v (bound %v)",
-		name, took.Round(time.Microsecond), longest.Round(time.Microsecond), gap.Round(time.Microsecond), bound.Round(time.Microsecond))
-	if gap > bound {
-		t.Errorf("%s: the 1 ms ticker went %v without running (longest command %v, bound %v): a command holds the P", name, gap, longest, bound)
+	g.mu.Lock()
+	w, failures := g.worst, g.failures
+	g.mu.Unlock()
+	t.Logf("NOSTARVE %-28s total %-10v ticker gap %-10v; worst command: %s #%d took %v, gap %v (bound %v)",
+		name, took.Round(time.Microsecond), gap.Round(time.Microsecond),
+		w.name, w.sequence, w.took.Round(time.Microsecond), w.gap.Round(time.Microsecond), g.bound(w.took).Round(time.Microsecond))
+	for _, c := range failures {
+		t.Errorf("%s: during %s #%d (%v) the 1 ms ticker went %v without running (bound %v): the command holds the P",
+			name, c.name, c.sequence, c.took, c.gap, g.bound(c.took))
 	}
-}
-
-// timed runs f and raises *longest to its length.
-func timed(longest *time.Duration, f func() error) error {
-	start := time.Now()
-	err := f()
-	*longest = max(*longest, time.Since(start))
-	return err
 }
 
 // TestGuestNoStarve holds that no verbs or CM command keeps the Go
@@ -140,8 +173,8 @@ func TestGuestNoStarve(t *testing.T) {
 	g.reset()
 	time.Sleep(300 * time.Millisecond)
 	idle := g.gap()
-	noise := max(50*time.Millisecond, 3*idle)
-	t.Logf("NOSTARVE idle ticker gap %v over 300ms; noise bound %v", idle.Round(time.Microsecond), noise)
+	g.noise = max(50*time.Millisecond, 3*idle)
+	t.Logf("NOSTARVE idle ticker gap %v over 300ms; noise bound %v", idle.Round(time.Microsecond), g.noise)
 
 	big, err := uverbs.AllocBuffer(256 << 20)
 	if err != nil {
@@ -149,23 +182,21 @@ func TestGuestNoStarve(t *testing.T) {
 	}
 	t.Cleanup(func() { big.Close() })
 	var mr *uverbs.MR
-	g.phase(t, "REG_MR 256 MiB", noise, func(longest *time.Duration) {
-		err = timed(longest, func() (err error) { mr, err = pd.RegMR(big, qp.AccessLocalWrite); return err })
+	g.phase(t, "REG_MR 256 MiB", func() {
+		err = g.cmd("REG_MR", 0, func() (err error) { mr, err = pd.RegMR(big, qp.AccessLocalWrite); return err })
 	})
 	if err != nil {
 		t.Fatalf("REG_MR of 256 MiB: %v", err)
 	}
-	g.phase(t, "DEREG_MR 256 MiB", noise, func(longest *time.Duration) {
-		err = timed(longest, mr.Close)
-	})
+	g.phase(t, "DEREG_MR 256 MiB", func() { err = g.cmd("DEREG_MR", 0, mr.Close) })
 	if err != nil {
 		t.Fatalf("DEREG_MR: %v", err)
 	}
 
-	g.phase(t, fmt.Sprintf("%d QP create/modify/destroy", cycles), noise, func(longest *time.Duration) {
+	g.phase(t, fmt.Sprintf("%d QP create/modify/destroy", cycles), func() {
 		for i := 0; i < cycles && err == nil; i++ {
 			var q *uverbs.QP
-			err = timed(longest, func() (err error) {
+			err = g.cmd("CREATE_QP", i, func() (err error) {
 				q, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: cq, RecvCQ: cq,
 					Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
 				return err
@@ -173,13 +204,13 @@ func TestGuestNoStarve(t *testing.T) {
 			if err != nil {
 				break
 			}
-			err = timed(longest, func() error {
+			err = g.cmd("MODIFY_QP INIT", i, func() error {
 				return q.Modify(&qp.Attr{State: qp.Init, Port: 1}, qp.MaskState|qp.MaskPKeyIndex|qp.MaskPort|qp.MaskAccessFlags)
 			})
 			if err == nil {
-				err = timed(longest, func() error { return q.Modify(&qp.Attr{State: qp.Err}, qp.MaskState) })
+				err = g.cmd("MODIFY_QP ERR", i, func() error { return q.Modify(&qp.Attr{State: qp.Err}, qp.MaskState) })
 			}
-			if cerr := timed(longest, q.Close); err == nil {
+			if cerr := g.cmd("DESTROY_QP", i, q.Close); err == nil {
 				err = cerr
 			}
 		}
@@ -199,25 +230,25 @@ func TestGuestNoStarve(t *testing.T) {
 			m.Close()
 		}
 	})
-	cycle := func(i int, longest *time.Duration) error {
+	cycle := func(i int) error {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		var id *ID
-		if err := timed(longest, func() (err error) {
+		if err := g.cmd("CreateID", i, func() (err error) {
 			id, err = ch.CreateID(rdma.PortSpaceTCP, &IDOptions{Sync: true})
 			return err
 		}); err != nil {
 			return err
 		}
 		defer id.Destroy() // on failure; the second Destroy is a no-op
-		if err := timed(longest, func() error { return id.ResolveAddr(cctx, netip.AddrPort{}, dst, 0) }); err != nil {
+		if err := g.cmd("ResolveAddr", i, func() error { return id.ResolveAddr(cctx, netip.AddrPort{}, dst, 0) }); err != nil {
 			return err
 		}
-		if err := timed(longest, func() error { return id.ResolveRoute(cctx, 0) }); err != nil {
+		if err := g.cmd("ResolveRoute", i, func() error { return id.ResolveRoute(cctx, 0) }); err != nil {
 			return err
 		}
 		var q *QP
-		if err := timed(longest, func() (err error) { q, err = id.CreateQP(enduranceCaps); return err }); err != nil {
+		if err := g.cmd("CreateQP", i, func() (err error) { q, err = id.CreateQP(enduranceCaps); return err }); err != nil {
 			return err
 		}
 		_, idPD, err := id.Verbs()
@@ -232,28 +263,30 @@ func TestGuestNoStarve(t *testing.T) {
 			regs[idPD] = mr
 		}
 		copy(buf.Bytes(), enduranceMessage(i))
-		if err := timed(longest, func() error { return id.Connect(cctx, nil) }); err != nil {
+		if err := g.cmd("Connect", i, func() error { return id.Connect(cctx, nil) }); err != nil {
 			return err
 		}
-		if err := q.Verbs.PostSend([]uverbs.SendWR{{ID: uint64(i), Opcode: uverbs.OpSend, Flags: uverbs.SendSignaled,
-			SGEs: []uverbs.SGE{mr.SGE(0, enduranceMsgLen)}}}); err != nil {
+		if err := g.cmd("SEND", i, func() error {
+			if err := q.Verbs.PostSend([]uverbs.SendWR{{ID: uint64(i), Opcode: uverbs.OpSend, Flags: uverbs.SendSignaled,
+				SGEs: []uverbs.SGE{mr.SGE(0, enduranceMsgLen)}}}); err != nil {
+				return err
+			}
+			wc, err := waitCompletion(cctx, q.SendCQ, q.SendChannel)
+			if err == nil && wc.Status != uverbs.WCSuccess {
+				err = fmt.Errorf("send completion %+v (%v)", wc, wc.Status)
+			}
+			return err
+		}); err != nil {
 			return err
 		}
-		wc, err := waitCompletion(cctx, q.SendCQ, q.SendChannel)
-		if err != nil {
+		if err := g.cmd("Disconnect", i, func() error { return id.Disconnect(cctx) }); err != nil {
 			return err
 		}
-		if wc.Status != uverbs.WCSuccess {
-			return fmt.Errorf("send completion %+v (%v)", wc, wc.Status)
-		}
-		if err := timed(longest, func() error { return id.Disconnect(cctx) }); err != nil {
-			return err
-		}
-		return timed(longest, id.Destroy)
+		return g.cmd("Destroy", i, id.Destroy)
 	}
-	g.phase(t, fmt.Sprintf("%d CM connect/disconnect", cycles), noise, func(longest *time.Duration) {
+	g.phase(t, fmt.Sprintf("%d CM connect/disconnect", cycles), func() {
 		for i := 0; i < cycles && err == nil; i++ {
-			if err = cycle(i, longest); err != nil {
+			if err = cycle(i); err != nil {
 				err = fmt.Errorf("cycle %d: %w", i, err)
 			}
 		}

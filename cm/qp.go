@@ -48,7 +48,7 @@ func (q *QP) Num() uint32 { return q.v.Num() }
 
 // modify is q.v.Modify, called directly on a verbs QP so that a stays on
 // the caller's stack (through the interface it escapes: an allocation of
-// 144 bytes per modify; issue 17).
+// 144 bytes per modify).
 func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 	if u, ok := q.v.(uverbsQP); ok {
 		return u.q.Modify(a, m)
@@ -59,8 +59,8 @@ func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 
 // toInit is the INIT step of rdma_create_qp (connected QPs), or INIT, RTR
 // and RTS for UD QPs (librdmacm ucma_init_ud_qp). Called with id.mu held.
-func (q *QP) toInit(id *ID, vd *verbsDevice) error {
-	a, m, err := id.createQPInitAttr(vd)
+func (q *QP) toInit(id *ID) error {
+	a, m, err := id.createQPInitAttr()
 	if err != nil {
 		return errnoError("InitQPAttr INIT", err)
 	}
@@ -181,14 +181,13 @@ func (q *QP) destroy() error {
 // query its ECE, on a passive ID answer the REQ's ECE (init_ece), move it
 // to INIT, and on a passive ID take the negotiated options
 // (set_local_ece). On failure the caller destroys the QP.
-func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
+func (id *ID) attachQP(q *QP) error {
 	id.mu.Lock()
-	err := id.attachQPLocked(q, vd)
-	id.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
-	return err
+	defer id.mu.Unlock()
+	return id.attachQPLocked(q)
 }
 
-func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
+func (id *ID) attachQPLocked(q *QP) error {
 	if id.closed.Load() {
 		return fmt.Errorf("cm: CreateQP: %w", ErrClosed)
 	}
@@ -204,7 +203,7 @@ func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 			return fmt.Errorf("cm: CreateQP: %w", err)
 		}
 	}
-	if err := q.toInit(id, vd); err != nil {
+	if err := q.toInit(id); err != nil {
 		return fmt.Errorf("cm: CreateQP: %w", err)
 	}
 	if !id.st.remote.IsZero() {
@@ -220,34 +219,13 @@ func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 	return nil
 }
 
-// createQPInitAttr gives rdma_create_qp's INIT attributes (INIT_QP_ATTR).
-// Called with id.mu held. A connected QP of an ID that has not connected,
-// on an Ethernet port, gets the answer the device's first such ID got:
-// the kernel CM builds it from the device and port alone (cma.c
-// rdma_init_qp_attr with no cm_id.ib yet: cma_ib_init_qp_attr, the index
-// of P_Key 0xffff in the port's fixed RoCE table, the port and no access
-// flags; iWARP: the port and no access flags), and so does the engine
-// (qp.InitAttrBeforeCM with the port). On the kernel CM that is one
-// command per connection fewer than librdmacm; on the engine, a lookup
-// of the ID and the attributes' checks fewer (issue 17). Everywhere else
-// the backend is asked: a passive ID's attributes come from its REQ, a
-// UD QP's Q_Key is the ID's, and an InfiniBand port's P_Key comes from
-// the ID's address (ib_addr_get_pkey).
-func (id *ID) createQPInitAttr(vd *verbsDevice) (qp.Attr, qp.Mask, error) {
-	port := id.devPort
-	if id.st.role != RoleNone || id.qpType != qp.RC ||
-		!id.hasDev || vd == nil || int(port) >= len(vd.ethPort) || !vd.ethPort[port] {
-		return id.ch.b.initQPAttr(id.handle, qp.Init)
-	}
-	if c := vd.activeInit[port].Load(); c != nil {
-		return c.attr, c.mask, nil
-	}
-	a, m, err := id.ch.b.initQPAttr(id.handle, qp.Init)
-	if err != nil {
-		return a, m, err
-	}
-	vd.activeInit[port].Store(&cmInitAttr{a, m})
-	return a, m, nil
+// createQPInitAttr gives rdma_create_qp's INIT attributes (INIT_QP_ATTR),
+// asked of the backend for every QP as librdmacm does. Called with id.mu
+// held.
+func (id *ID) createQPInitAttr() (qp.Attr, qp.Mask, error) {
+	// Not cached per port: the P_Key index in the answer follows the
+	// port's P_Key table, which can change under a live device.
+	return id.ch.b.initQPAttr(id.handle, qp.Init)
 }
 
 // QP returns the library QP, nil if none.

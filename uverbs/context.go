@@ -45,12 +45,12 @@ type Context struct {
 	// qps are the open QPs; each knows its index (QP.slot). A slice, not
 	// a map: a map insert and delete per QP ran about 40 distinct code
 	// blocks of the runtime, which in TCG slow the kernel's next commands
-	// (issue 17, docs/benchmarks.md "Tenth pass").
+	// (docs/benchmarks.md).
 	qps []*QP
 	// qpCreate is PD.CreateQP's working memory, reused under mu: the
 	// init attributes the provider sees and the command's outputs. Each
 	// was an allocation per QP (a pointer handed to an interface method
-	// or to an ioctl output escapes; issue 17).
+	// or to an ioctl output escapes).
 	qpCreate struct {
 		init   QPInit
 		capOut abi.UverbsQPCap

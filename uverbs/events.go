@@ -107,7 +107,7 @@ func (e *eventFile) poller() (syscall.RawConn, error) {
 
 // fd is the descriptor number, for ioctl FD attributes and create
 // commands; valid while the file is open. os.NewFile keeps the number, so
-// it is read without the lock and the poller (issue 17: the lock, a defer
+// it is read without the lock and the poller (the lock, a defer
 // and RawConn.Control ran on every CQ and QP create). -1 once closed.
 func (e *eventFile) fd() int32 {
 	if e.closed.Load() {

@@ -91,9 +91,8 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if err := x.lockOpen("create QP"); err != nil {
 		return nil, err
 	}
-	q, err := pd.createQPLocked(init)
-	x.mu.Unlock() // not deferred: a deferred call is its own code blocks (issue 17)
-	return q, err
+	defer x.mu.Unlock()
+	return pd.createQPLocked(init)
 }
 
 // createQPLocked is CreateQP under the context's lock.
@@ -204,9 +203,8 @@ func (q *QP) Close() error {
 // forbidden attributes and matches qp.ErrIllegalTransition etc.
 func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 	q.mu.Lock()
-	err := q.modifyLocked(attr, mask)
-	q.mu.Unlock() // not deferred (issue 17)
-	return err
+	defer q.mu.Unlock()
+	return q.modifyLocked(attr, mask)
 }
 
 // modifyLocked is Modify under q.mu.

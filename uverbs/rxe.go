@@ -294,13 +294,6 @@ const rxeSendHdr = int(unsafe.Sizeof(abi.RxeSendWQE{})) // 208
 const rxeRecvHdr = int(unsafe.Sizeof(abi.RxeRecvWQE{})) // 40
 const rxeSGESize = int(unsafe.Sizeof(abi.RxeSGE{}))
 
-// memAt views n bytes of memory at a raw address (registered memory,
-// which lives outside the Go heap).
-func memAt(addr uint64, n int) []byte {
-	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
-	return unsafe.Slice((*byte)(p), n)
-}
-
 // ring writes the send doorbell through the scheduler's path: for a user
 // QP, rxe_post_send runs the requester inline over every queued WQE, after
 // ib_uverbs_post_send's GFP_KERNEL allocation, so the write can sleep and
@@ -309,6 +302,10 @@ func (r *rxeQP) ring() error {
 	_, err := kcall.Write(r.fd, r.doorbell)
 	return err
 }
+
+// memAt views n bytes at the address of an inline send's SGE, memory the
+// caller registered or pinned, as librxe's memcpy from sge->addr reads it.
+func memAt(addr uint64, n int) []byte { return kcall.MemAt(addr, n) }
 
 func (r *rxeQP) checkSend(wr *SendWR) error {
 	q := r.qp

@@ -82,8 +82,9 @@ func WriteMem(addr uint64, b []byte) {
 	copy(unsafe.Slice((*byte)(rawPointer(addr)), len(b)), b)
 }
 
-// MemAt views n bytes at the raw address addr of this process, for a
-// simulated device's mapping (UAR pages) handed back from Mmap.
+// MemAt views n bytes at the raw address addr of this process: a
+// simulated device's mapping (UAR pages) handed back from Mmap, or the
+// memory of an inline send's SGE (registered or pinned by the caller).
 func MemAt(addr uint64, n int) []byte {
 	return unsafe.Slice((*byte)(rawPointer(addr)), n)
 }
