@@ -24,20 +24,21 @@ type gapMeter struct {
 	mu       sync.Mutex
 	last     time.Time
 	max      time.Duration // since reset
-	cmdMax   time.Duration // since mark
+	cmdStart time.Time     // of the command running, zero if none
+	cmdGap   time.Duration // its largest gap so far
 	stop     chan struct{}
 	done     chan struct{}
 	noise    time.Duration
-	worst    cmdGap // of the phase: the command with the largest gap
-	failures []cmdGap
+	worst    cmdGap // of the attempt: the command with the largest gap
+	failed   []cmdGap
 }
 
 // cmdGap is one command's length and the ticker's largest gap during it.
 type cmdGap struct {
 	name     string
+	sequence int
 	took     time.Duration
 	gap      time.Duration
-	sequence int
 }
 
 func startGapMeter(t *testing.T) *gapMeter {
@@ -54,8 +55,10 @@ func startGapMeter(t *testing.T) *gapMeter {
 			}
 			now := time.Now()
 			g.mu.Lock()
-			d := now.Sub(g.last)
-			g.max, g.cmdMax = max(g.max, d), max(g.cmdMax, d)
+			g.max = max(g.max, now.Sub(g.last))
+			if !g.cmdStart.IsZero() {
+				g.cmdGap = max(g.cmdGap, now.Sub(later(g.last, g.cmdStart)))
+			}
 			g.last = now
 			g.mu.Unlock()
 		}
@@ -64,10 +67,17 @@ func startGapMeter(t *testing.T) *gapMeter {
 	return g
 }
 
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // reset starts a new measurement now.
 func (g *gapMeter) reset() {
 	g.mu.Lock()
-	g.last, g.max, g.worst, g.failures = time.Now(), 0, cmdGap{}, nil
+	g.last, g.max, g.worst, g.failed = time.Now(), 0, cmdGap{}, nil
 	g.mu.Unlock()
 }
 
@@ -78,52 +88,67 @@ func (g *gapMeter) gap() time.Duration {
 	return max(g.max, time.Since(g.last))
 }
 
-// bound is the largest gap a command of length took may leave: a quarter
-// of its length, or the guest's noise for short commands. A command that
-// holds the P (a raw syscall) leaves a gap as long as itself.
-func (g *gapMeter) bound(took time.Duration) time.Duration { return max(g.noise, took/4) }
+// bound is the largest gap a command of length took may leave: half its
+// length, or the guest's noise for commands too short to tell. A command
+// that holds the P (a raw syscall) leaves a gap as long as itself.
+func (g *gapMeter) bound(took time.Duration) time.Duration { return max(g.noise, took/2) }
 
 // cmd runs one command and records its length and the ticker's largest
 // gap while it ran.
 func (g *gapMeter) cmd(name string, i int, f func() error) error {
-	g.mu.Lock()
-	g.cmdMax = 0
-	g.mu.Unlock()
 	start := time.Now()
-	err := f()
-	took := time.Since(start)
 	g.mu.Lock()
-	c := cmdGap{name: name, took: took, gap: max(g.cmdMax, time.Since(g.last)), sequence: i}
+	g.cmdStart, g.cmdGap = start, 0
+	g.mu.Unlock()
+	err := f()
+	end := time.Now()
+	g.mu.Lock()
+	c := cmdGap{name: name, sequence: i, took: end.Sub(start), gap: max(g.cmdGap, end.Sub(later(g.last, start)))}
+	g.cmdStart = time.Time{}
 	if c.gap > g.worst.gap {
 		g.worst = c
 	}
 	if c.gap > g.bound(c.took) {
-		g.failures = append(g.failures, c)
+		g.failed = append(g.failed, c)
 	}
 	g.mu.Unlock()
 	return err
 }
 
 // phase runs f, whose commands go through g.cmd, with the meter reset,
-// and fails the test for each command during which the ticker's gap
-// exceeded the bound.
-func (g *gapMeter) phase(t *testing.T, name string, f func()) {
+// up to three times: it fails the test when, every time, the ticker's
+// gap during some command exceeded the bound. A command that holds the P
+// does so every time; a loaded host that stalls the whole guest rarely
+// does twice in the same place.
+func (g *gapMeter) phase(t *testing.T, name string, f func() error) {
 	t.Helper()
-	runtime.GC() // no collection left over from the phase before
-	g.reset()
-	start := time.Now()
-	f()
-	took := time.Since(start)
-	gap := g.gap()
-	g.mu.Lock()
-	w, failures := g.worst, g.failures
-	g.mu.Unlock()
-	t.Logf("NOSTARVE %-28s total %-10v ticker gap %-10v; worst command: %s #%d took %v, gap %v (bound %v)",
-		name, took.Round(time.Microsecond), gap.Round(time.Microsecond),
-		w.name, w.sequence, w.took.Round(time.Microsecond), w.gap.Round(time.Microsecond), g.bound(w.took).Round(time.Microsecond))
-	for _, c := range failures {
-		t.Errorf("%s: during %s #%d (%v) the 1 ms ticker went %v without running (bound %v): the command holds the P",
-			name, c.name, c.sequence, c.took, c.gap, g.bound(c.took))
+	const attempts = 3
+	for a := 1; a <= attempts; a++ {
+		runtime.GC() // no collection left over from before
+		g.reset()
+		start := time.Now()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		took, total := time.Since(start), g.gap()
+		g.mu.Lock()
+		w, failed := g.worst, g.failed
+		g.mu.Unlock()
+		t.Logf("NOSTARVE %-28s total %-10v ticker gap %-10v; worst command: %s #%d took %v, gap %v (bound %v)",
+			name, took.Round(time.Microsecond), total.Round(time.Microsecond),
+			w.name, w.sequence, w.took.Round(time.Microsecond), w.gap.Round(time.Microsecond), g.bound(w.took).Round(time.Microsecond))
+		if len(failed) == 0 {
+			return
+		}
+		for _, c := range failed {
+			msg := fmt.Sprintf("%s, attempt %d of %d: during %s #%d (%v) the 1 ms ticker went %v without running (bound %v)",
+				name, a, attempts, c.name, c.sequence, c.took, c.gap, g.bound(c.took))
+			if a < attempts {
+				t.Log(msg)
+			} else {
+				t.Error(msg + ": the command holds the P")
+			}
+		}
 	}
 }
 
@@ -133,7 +158,9 @@ func (g *gapMeter) phase(t *testing.T, name string, f func()) {
 // during a 256 MiB REG_MR and its DEREG, 100 create/modify/destroy QP
 // cycles and 100 CM connect/disconnect cycles to guest b, on whichever
 // backend BackendAuto picks (the kernel CM, or the engine under
-// vmexec -nocm-a).
+// vmexec -nocm-a). The ticker's largest gap during each command must stay
+// below half the command's length, or below the guest's idle noise for
+// shorter commands (see gapMeter.phase for the retries).
 func TestGuestNoStarve(t *testing.T) {
 	guest.Require(t)
 	ctx := guestCtx(t, 10*time.Minute)
@@ -143,7 +170,7 @@ func TestGuestNoStarve(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := netip.AddrPortFrom(peer, endurancePort+1)
-	srv := startEnduranceServer(t, ctx, dst, cycles)
+	startEnduranceServer(t, ctx, dst, 3*cycles) // enough for every attempt; stopped at cleanup
 
 	x, err := uverbs.Open("")
 	if err != nil {
@@ -181,30 +208,25 @@ func TestGuestNoStarve(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { big.Close() })
-	var mr *uverbs.MR
-	g.phase(t, "REG_MR 256 MiB", func() {
-		err = g.cmd("REG_MR", 0, func() (err error) { mr, err = pd.RegMR(big, qp.AccessLocalWrite); return err })
+	g.phase(t, "REG_MR+DEREG_MR 256 MiB", func() error {
+		var mr *uverbs.MR
+		if err := g.cmd("REG_MR", 0, func() (err error) { mr, err = pd.RegMR(big, qp.AccessLocalWrite); return err }); err != nil {
+			return err
+		}
+		return g.cmd("DEREG_MR", 0, mr.Close)
 	})
-	if err != nil {
-		t.Fatalf("REG_MR of 256 MiB: %v", err)
-	}
-	g.phase(t, "DEREG_MR 256 MiB", func() { err = g.cmd("DEREG_MR", 0, mr.Close) })
-	if err != nil {
-		t.Fatalf("DEREG_MR: %v", err)
-	}
 
-	g.phase(t, fmt.Sprintf("%d QP create/modify/destroy", cycles), func() {
-		for i := 0; i < cycles && err == nil; i++ {
+	g.phase(t, fmt.Sprintf("%d QP create/modify/destroy", cycles), func() error {
+		for i := range cycles {
 			var q *uverbs.QP
-			err = g.cmd("CREATE_QP", i, func() (err error) {
+			if err := g.cmd("CREATE_QP", i, func() (err error) {
 				q, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: cq, RecvCQ: cq,
 					Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
 				return err
-			})
-			if err != nil {
-				break
+			}); err != nil {
+				return err
 			}
-			err = g.cmd("MODIFY_QP INIT", i, func() error {
+			err := g.cmd("MODIFY_QP INIT", i, func() error {
 				return q.Modify(&qp.Attr{State: qp.Init, Port: 1}, qp.MaskState|qp.MaskPKeyIndex|qp.MaskPort|qp.MaskAccessFlags)
 			})
 			if err == nil {
@@ -213,11 +235,12 @@ func TestGuestNoStarve(t *testing.T) {
 			if cerr := g.cmd("DESTROY_QP", i, q.Close); err == nil {
 				err = cerr
 			}
+			if err != nil {
+				return err
+			}
 		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("QP cycles: %v", err)
-	}
 
 	buf, err := uverbs.AllocBuffer(4096)
 	if err != nil {
@@ -230,6 +253,7 @@ func TestGuestNoStarve(t *testing.T) {
 			m.Close()
 		}
 	})
+	served := 0 // the server checks the message of its k-th connection
 	cycle := func(i int) error {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
@@ -262,10 +286,11 @@ func TestGuestNoStarve(t *testing.T) {
 			}
 			regs[idPD] = mr
 		}
-		copy(buf.Bytes(), enduranceMessage(i))
+		copy(buf.Bytes(), enduranceMessage(served))
 		if err := g.cmd("Connect", i, func() error { return id.Connect(cctx, nil) }); err != nil {
 			return err
 		}
+		served++
 		if err := g.cmd("SEND", i, func() error {
 			if err := q.Verbs.PostSend([]uverbs.SendWR{{ID: uint64(i), Opcode: uverbs.OpSend, Flags: uverbs.SendSignaled,
 				SGEs: []uverbs.SGE{mr.SGE(0, enduranceMsgLen)}}}); err != nil {
@@ -284,17 +309,12 @@ func TestGuestNoStarve(t *testing.T) {
 		}
 		return g.cmd("Destroy", i, id.Destroy)
 	}
-	g.phase(t, fmt.Sprintf("%d CM connect/disconnect", cycles), func() {
-		for i := 0; i < cycles && err == nil; i++ {
-			if err = cycle(i); err != nil {
-				err = fmt.Errorf("cycle %d: %w", i, err)
+	g.phase(t, fmt.Sprintf("%d CM connect/disconnect", cycles), func() error {
+		for i := range cycles {
+			if err := cycle(i); err != nil {
+				return fmt.Errorf("cycle %d: %w", i, err)
 			}
 		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("CM cycles: %v", err)
-	}
-	if _, err := srv.Wait(ctx); err != nil {
-		t.Fatalf("server in guest b: %v", err)
-	}
 }

@@ -16,7 +16,8 @@ const IoctlMaxAttrs = 20
 // attribute array are contiguous, as the kernel reads them. The buffers
 // of PTR_IN and PTR_OUT attributes are copied into a scratch page outside
 // the Go heap (the outputs copied back when the call returns), or, without
-// one, pinned until it returns. Use one call per ioctl.
+// one, pinned until it returns. Use one call per ioctl, unless every
+// attribute is inline (up to 8 bytes, no Pin): then it can run again.
 type IoctlCall struct {
 	hdr   abi.IoctlHdr
 	attrs [IoctlMaxAttrs]abi.IoctlAttr
