@@ -203,12 +203,13 @@ func TestGuestNoStarve(t *testing.T) {
 	g.noise = max(50*time.Millisecond, 3*idle)
 	t.Logf("NOSTARVE idle ticker gap %v over 300ms; noise bound %v", idle.Round(time.Microsecond), g.noise)
 
-	big, err := uverbs.AllocBuffer(256 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { big.Close() })
 	g.phase(t, "REG_MR+DEREG_MR 256 MiB", func() error {
+		// Fresh pages every time: REG_MR faults them in and pins them.
+		big, err := uverbs.AllocBuffer(256 << 20)
+		if err != nil {
+			return err
+		}
+		defer big.Close()
 		var mr *uverbs.MR
 		if err := g.cmd("REG_MR", 0, func() (err error) { mr, err = pd.RegMR(big, qp.AccessLocalWrite); return err }); err != nil {
 			return err
