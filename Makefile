@@ -8,7 +8,7 @@ GO       ?= go
 FUZZTIME ?= 30000x
 # Packages whose tests must pass on foreign architectures under qemu-user
 # (the wire is big-endian; s390x is a big-endian host).
-QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/... ./internal/barrier/ ./rsocket/
+QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/... ./internal/barrier/ ./internal/kcall/... ./rsocket/
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
 .PHONY: hwtest bench-vm all build test fast slow unit lint vet staticcheck vulncheck check-unsafe fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
@@ -116,7 +116,7 @@ qemu-user: deps
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(QEMU_USER_MLX5)
 	# mmap2 (386, arm, mips): only 386 runs on this kernel itself, and only
 	# it proves an offset past 4 GiB (qemu-user before 8.1 cuts it).
-	CGO_ENABLED=0 GOARCH=386 $(GO) test -count=1 -run 'Mmap|Scratch' ./internal/abi/
+	CGO_ENABLED=0 GOARCH=386 $(GO) test -count=1 -run 'Mmap|Scratch' ./internal/kcall/
 
 # Real-kernel tests in QEMU soft-RoCE guests (see docs/testing.md). VMTEST=1
 # is set on these lines only: host-driven tests in internal/vmtest, then the
@@ -137,7 +137,7 @@ vmtest: deps
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" ./...
-	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrShared|TestGuestConnectRefused' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
+	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrAsked|TestGuestNoStarve|TestGuestConnectRefused' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
 
 # The uverbs and cm checks and both commands on this host's own RDMA device
 # (RDMA_DEV=mlx5_0; default: the first device), as a Markdown report to

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
@@ -29,7 +30,7 @@ func (d *ucmaCostDevice) Write(fd int, p uintptr, n int) (bool, int, error) {
 		return false, 0, nil
 	}
 	b := d.buf[:n]
-	abi.ReadMem(uint64(p), b)
+	kcall.ReadMem(uint64(p), b)
 	cmd := binary.NativeEndian.Uint32(b)
 	body := b[abi.SizeofUcmaCmdHdr:]
 	var resp [8]byte
@@ -37,9 +38,9 @@ func (d *ucmaCostDevice) Write(fd int, p uintptr, n int) (bool, int, error) {
 	case abi.UcmaCmdCreateID: // response pointer after the 8-byte uid
 		d.next++
 		binary.NativeEndian.PutUint32(resp[:], d.next)
-		abi.WriteMem(binary.NativeEndian.Uint64(body[8:]), resp[:4])
+		kcall.WriteMem(binary.NativeEndian.Uint64(body[8:]), resp[:4])
 	case abi.UcmaCmdDestroyID: // response pointer first
-		abi.WriteMem(binary.NativeEndian.Uint64(body), resp[:4])
+		kcall.WriteMem(binary.NativeEndian.Uint64(body), resp[:4])
 	}
 	return true, n, nil
 }
@@ -74,7 +75,7 @@ func BenchmarkKernelIDUserCost(b *testing.B) {
 // TestKernelIDAllocs bounds the heap allocations of an ID's create and
 // destroy on the kernel backend: the ID only. The CREATE_ID command was
 // a second one until the ucma calls stopped being inlined into this
-// package (abi.UcmaCreateIDCall; issue 17).
+// package (kcall.UcmaCreateIDCall; issue 17).
 func TestKernelIDAllocs(t *testing.T) {
 	c := ucmaCostChannel(t)
 	got := testing.AllocsPerRun(100, func() {
@@ -103,7 +104,7 @@ func ucmaCostChannel(t testing.TB) *Channel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(abi.SetTestDevice(&ucmaCostDevice{fd: fds[0]}))
+	t.Cleanup(kcall.SetTestDevice(&ucmaCostDevice{fd: fds[0]}))
 	c := newChannel(k)
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -3,7 +3,7 @@
 package cm
 
 // The kernel backend's commands, byte for byte, on the host: a fake
-// rdma_cm device (abi.SetTestDevice) records every write() the backend
+// rdma_cm device (kcall.SetTestDevice) records every write() the backend
 // makes and answers each response pointer with a fixed byte pattern. The
 // transcript (header, payload with the response pointer masked, the
 // option value, and what the backend made of each answer) is compared
@@ -29,6 +29,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -62,7 +63,7 @@ func (f *fakeUcma) Write(fd int, p uintptr, n int) (bool, int, error) {
 		return false, 0, nil
 	}
 	b := make([]byte, n)
-	abi.ReadMem(uint64(p), b)
+	kcall.ReadMem(uint64(p), b)
 	var h abi.UcmaCmdHdr
 	h.Cmd = binary.NativeEndian.Uint32(b)
 	h.In = binary.NativeEndian.Uint16(b[4:])
@@ -82,7 +83,7 @@ func (f *fakeUcma) Write(fd int, p uintptr, n int) (bool, int, error) {
 	fmt.Fprintf(&f.out, "write cmd=%d in=%d out=%d len=%d\n  %s\n", h.Cmd, h.In, h.Out, n, hex.EncodeToString(body))
 	if h.Cmd == abi.UcmaCmdSetOption && ptr != 0 {
 		v := make([]byte, binary.NativeEndian.Uint32(body[20:]))
-		abi.ReadMem(ptr, v)
+		kcall.ReadMem(ptr, v)
 		fmt.Fprintf(&f.out, "  optval %x\n", v)
 	}
 	if h.Out > 0 && ptr != 0 {
@@ -98,12 +99,12 @@ func (f *fakeUcma) Write(fd int, p uintptr, n int) (bool, int, error) {
 			resp[20+264] = 9
 			resp[20+296] = 5
 		}
-		abi.WriteMem(ptr, resp)
+		kcall.WriteMem(ptr, resp)
 	}
 	return true, n, nil
 }
 
-// ucmaOnly is the part of an abi.TestDevice that a fake rdma_cm device
+// ucmaOnly is the part of an kcall.TestDevice that a fake rdma_cm device
 // leaves to the kernel: ioctls and mmaps (the verbs' syscalls).
 type ucmaOnly struct{}
 
@@ -126,7 +127,7 @@ func TestKernelCommandBytes(t *testing.T) {
 	}
 	defer k.close()
 	f := &fakeUcma{fd: fds[0]}
-	defer abi.SetTestDevice(f)()
+	defer kcall.SetTestDevice(f)()
 
 	say := func(format string, args ...any) { fmt.Fprintf(&f.out, "= "+format+"\n", args...) }
 	v4 := netip.MustParseAddrPort("192.0.2.1:7471")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -48,7 +49,7 @@ type kernel struct {
 }
 
 func openKernel() (*kernel, error) {
-	v, err := abi.UcmaReadABIVersion()
+	v, err := kcall.UcmaReadABIVersion()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("cm: rdma_cm ABI version: %w (is rdma_ucm loaded?): %w", ErrNoDevice, err)
@@ -59,10 +60,10 @@ func openKernel() (*kernel, error) {
 	case v != abi.UcmaABIVersion:
 		return nil, fmt.Errorf("cm: rdma_cm ABI version %d, want %d: %w", v, abi.UcmaABIVersion, ErrNotSupported)
 	}
-	return openUcma(abi.UcmaDevicePath, abi.UcmaOpen)
+	return openUcma(abi.UcmaDevicePath, kcall.UcmaOpen)
 }
 
-// openUcma opens the rdma_cm node at path with open (abi.UcmaOpen, a raw
+// openUcma opens the rdma_cm node at path with open (kcall.UcmaOpen, a raw
 // openat; tests inject errnos, since the host tests run as root and root
 // ignores file modes).
 func openUcma(path string, open func(path string, mode int, perm uint32) (int, error)) (*kernel, error) {
@@ -87,8 +88,8 @@ func openUcma(path string, open func(path string, mode int, perm uint32) (int, e
 		return nil, fmt.Errorf("cm: %w", err)
 	}
 	// Two command pages: one for the commands, one for the event
-	// reader's GET_EVENT (abi.UcmaWarmScratch).
-	abi.UcmaWarmScratch(2)
+	// reader's GET_EVENT (kcall.UcmaWarmScratch).
+	kcall.UcmaWarmScratch(2)
 	return &kernel{f: f, rc: rc, fd: fd}, nil
 }
 
@@ -118,7 +119,7 @@ func (k *kernel) exec(call func(fd int) error) error {
 func (k *kernel) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, error) {
 	cmd := abi.UcmaCreateID{UID: uid, PS: uint16(ps), QPType: uint8(t)}
 	var resp abi.UcmaCreateIDResp
-	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaCreateIDCall(fd, &cmd); return err })
+	err := k.exec(func(fd int) (err error) { resp, err = kcall.UcmaCreateIDCall(fd, &cmd); return err })
 	if err != nil {
 		return 0, err
 	}
@@ -127,7 +128,7 @@ func (k *kernel) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, e
 
 func (k *kernel) destroyID(h uint32) (uint32, error) {
 	var resp abi.UcmaDestroyIDResp
-	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaDestroyIDCall(fd, h); return err })
+	err := k.exec(func(fd int) (err error) { resp, err = kcall.UcmaDestroyIDCall(fd, h); return err })
 	if err != nil {
 		return 0, err
 	}
@@ -137,7 +138,7 @@ func (k *kernel) destroyID(h uint32) (uint32, error) {
 func (k *kernel) bind(h uint32, addr netip.AddrPort) error {
 	cmd := abi.UcmaBind{ID: h}
 	cmd.AddrSize = uint16(abi.PutSockaddr(cmd.Addr[:], addr))
-	return k.exec(func(fd int) error { return abi.UcmaBindCall(fd, &cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaBindCall(fd, &cmd) })
 }
 
 func timeoutMS(d time.Duration) uint32 {
@@ -157,17 +158,17 @@ func (k *kernel) resolveAddr(h uint32, src, dst netip.AddrPort, timeout time.Dur
 		cmd.SrcSize = uint16(abi.PutSockaddr(cmd.SrcAddr[:], src))
 	}
 	cmd.DstSize = uint16(abi.PutSockaddr(cmd.DstAddr[:], dst))
-	return k.exec(func(fd int) error { return abi.UcmaResolveAddrCall(fd, &cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaResolveAddrCall(fd, &cmd) })
 }
 
 func (k *kernel) resolveRoute(h uint32, timeout time.Duration) error {
 	cmd := abi.UcmaResolveRoute{ID: h, TimeoutMS: timeoutMS(timeout)}
-	return k.exec(func(fd int) error { return abi.UcmaResolveRouteCall(fd, &cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaResolveRouteCall(fd, &cmd) })
 }
 
 func (k *kernel) queryAddr(h uint32) (AddrInfo, error) {
 	var resp abi.UcmaQueryAddrResp
-	if err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaQueryAddrCall(fd, h); return err }); err != nil {
+	if err := k.exec(func(fd int) (err error) { resp, err = kcall.UcmaQueryAddrCall(fd, h); return err }); err != nil {
 		return AddrInfo{}, err
 	}
 	var ai AddrInfo
@@ -191,7 +192,7 @@ func beU16(v uint16) uint16 {
 func (k *kernel) queryPath(h uint32) ([]rdma.PathRecord, error) {
 	const maxPaths = 2
 	var recs []abi.UcmaPathRecData
-	if err := k.exec(func(fd int) (err error) { recs, err = abi.UcmaQueryPathCall(fd, h, maxPaths); return err }); err != nil {
+	if err := k.exec(func(fd int) (err error) { recs, err = kcall.UcmaQueryPathCall(fd, h, maxPaths); return err }); err != nil {
 		return nil, err
 	}
 	prs := make([]rdma.PathRecord, 0, len(recs))
@@ -229,7 +230,7 @@ func (k *kernel) listen(h uint32, backlog int) error {
 		backlog = 0
 	}
 	cmd := abi.UcmaListen{ID: h, Backlog: uint32(backlog)}
-	return k.exec(func(fd int) error { return abi.UcmaListenCall(fd, &cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaListenCall(fd, &cmd) })
 }
 
 func putConnParam(dst *abi.UcmaConnParam, p *ConnParam) {
@@ -268,7 +269,7 @@ func (k *kernel) connect(h uint32, p *ConnParam, e ece.ECE) error {
 	putConnParam(&cmd.ConnParam, p)
 	cmd.ID = h
 	cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
-	return k.exec(func(fd int) error { return abi.UcmaConnectCall(fd, cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaConnectCall(fd, cmd) })
 }
 
 func (k *kernel) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
@@ -282,7 +283,7 @@ func (k *kernel) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
 		putConnParam(&cmd.ConnParam, p)
 		cmd.ECE = abi.UcmaECE{VendorID: e.VendorID, AttrMod: e.Options}
 	}
-	return k.exec(func(fd int) error { return abi.UcmaAcceptCall(fd, cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaAcceptCall(fd, cmd) })
 }
 
 func (k *kernel) reject(h uint32, pd []byte, reason uint8) error {
@@ -290,16 +291,16 @@ func (k *kernel) reject(h uint32, pd []byte, reason uint8) error {
 	cmd.ID = h
 	cmd.Reason = reason
 	cmd.PrivateDataLen = uint8(copy(cmd.PrivateData[:], pd))
-	return k.exec(func(fd int) error { return abi.UcmaRejectCall(fd, cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaRejectCall(fd, cmd) })
 }
 
 func (k *kernel) disconnect(h uint32) error {
-	return k.exec(func(fd int) error { return abi.UcmaDisconnectCall(fd, h) })
+	return k.exec(func(fd int) error { return kcall.UcmaDisconnectCall(fd, h) })
 }
 
 func (k *kernel) initQPAttr(h uint32, s qp.State) (qp.Attr, qp.Mask, error) {
 	var resp abi.UcmaQPAttr
-	if err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaInitQPAttrCall(fd, h, uint32(s)); return err }); err != nil {
+	if err := k.exec(func(fd int) (err error) { resp, err = kcall.UcmaInitQPAttrCall(fd, h, uint32(s)); return err }); err != nil {
 		return qp.Attr{}, 0, err
 	}
 	return qpAttrFromUcma(&resp), qp.Mask(resp.QPAttrMask), nil
@@ -346,12 +347,12 @@ func (k *kernel) setOption(h uint32, level, name uint32, val []byte) error {
 	if len(val) == 0 {
 		return unix.EINVAL
 	}
-	return k.exec(func(fd int) error { return abi.UcmaSetOptionCall(fd, h, level, name, val) })
+	return k.exec(func(fd int) error { return kcall.UcmaSetOptionCall(fd, h, level, name, val) })
 }
 
 func (k *kernel) notify(h uint32, event uint32) error {
 	cmd := abi.UcmaNotify{ID: h, Event: event}
-	return k.exec(func(fd int) error { return abi.UcmaNotifyCall(fd, &cmd) })
+	return k.exec(func(fd int) error { return kcall.UcmaNotifyCall(fd, &cmd) })
 }
 
 func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uint32, error) {
@@ -361,7 +362,7 @@ func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uin
 		cmd.JoinFlags = abi.UcmaMcJoinSendOnlyFullMember
 	}
 	var resp abi.UcmaCreateIDResp
-	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaJoinMcastCall(fd, &cmd); return err })
+	err := k.exec(func(fd int) (err error) { resp, err = kcall.UcmaJoinMcastCall(fd, &cmd); return err })
 	if err != nil {
 		return 0, err
 	}
@@ -370,7 +371,7 @@ func (k *kernel) join(h uint32, uid uint64, addr netip.Addr, sendOnly bool) (uin
 
 func (k *kernel) leave(mc uint32) (uint32, error) {
 	var resp abi.UcmaDestroyIDResp
-	err := k.exec(func(fd int) (err error) { resp, err = abi.UcmaLeaveMcastCall(fd, mc); return err })
+	err := k.exec(func(fd int) (err error) { resp, err = kcall.UcmaLeaveMcastCall(fd, mc); return err })
 	if err != nil {
 		return 0, err
 	}
@@ -404,7 +405,7 @@ func (k *kernel) readEvents(ctx context.Context, fn func(*rawEvent)) error {
 	var readErr error
 	err := k.rc.Read(func(fd uintptr) bool {
 		for {
-			err := abi.UcmaGetEventCall(int(fd), &k.resp)
+			err := kcall.UcmaGetEventCall(int(fd), &k.resp)
 			switch err {
 			case nil:
 				k.raws = append(k.raws, decodeEvent(&k.resp))

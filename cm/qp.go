@@ -58,8 +58,8 @@ func (q *QP) modify(a *qp.Attr, m qp.Mask) error {
 
 // toInit is the INIT step of rdma_create_qp (connected QPs), or INIT, RTR
 // and RTS for UD QPs (librdmacm ucma_init_ud_qp). Called with id.mu held.
-func (q *QP) toInit(id *ID, vd *verbsDevice) error {
-	a, m, err := id.createQPInitAttr(vd)
+func (q *QP) toInit(id *ID) error {
+	a, m, err := id.createQPInitAttr()
 	if err != nil {
 		return errnoError("get QP attributes for INIT", err)
 	}
@@ -180,14 +180,13 @@ func (q *QP) destroy() error {
 // query its ECE, on a passive ID answer the REQ's ECE (init_ece), move it
 // to INIT, and on a passive ID take the negotiated options
 // (set_local_ece). On failure the caller destroys the QP.
-func (id *ID) attachQP(q *QP, vd *verbsDevice) error {
+func (id *ID) attachQP(q *QP) error {
 	id.mu.Lock()
-	err := id.attachQPLocked(q, vd)
-	id.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
-	return err
+	defer id.mu.Unlock()
+	return id.attachQPLocked(q)
 }
 
-func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
+func (id *ID) attachQPLocked(q *QP) error {
 	if id.closed.Load() {
 		return errnoError("CreateQP", ErrClosed)
 	}
@@ -203,7 +202,7 @@ func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 			return errnoError("CreateQP", err)
 		}
 	}
-	if err := q.toInit(id, vd); err != nil {
+	if err := q.toInit(id); err != nil {
 		return errnoError("CreateQP", err)
 	}
 	if !id.st.remote.IsZero() {
@@ -219,34 +218,13 @@ func (id *ID) attachQPLocked(q *QP, vd *verbsDevice) error {
 	return nil
 }
 
-// createQPInitAttr gives rdma_create_qp's INIT attributes (INIT_QP_ATTR).
-// Called with id.mu held. A connected QP of an ID that has not connected,
-// on an Ethernet port, gets the answer the device's first such ID got:
-// the kernel CM builds it from the device and port alone (cma.c
-// rdma_init_qp_attr with no cm_id.ib yet: cma_ib_init_qp_attr, the index
-// of P_Key 0xffff in the port's fixed RoCE table, the port and no access
-// flags; iWARP: the port and no access flags), and so does the engine
-// (qp.InitAttrBeforeCM with the port). On the kernel CM that is one
-// command per connection fewer than librdmacm; on the engine, a lookup
-// of the ID and the attributes' checks fewer. Everywhere else
-// the backend is asked: a passive ID's attributes come from its REQ, a
-// UD QP's Q_Key is the ID's, and an InfiniBand port's P_Key comes from
-// the ID's address (ib_addr_get_pkey).
-func (id *ID) createQPInitAttr(vd *verbsDevice) (qp.Attr, qp.Mask, error) {
-	port := id.devPort
-	if id.st.role != RoleNone || id.qpType != qp.RC ||
-		!id.hasDev || vd == nil || int(port) >= len(vd.ethPort) || !vd.ethPort[port] {
-		return id.ch.b.initQPAttr(id.handle, qp.Init)
-	}
-	if c := vd.activeInit[port].Load(); c != nil {
-		return c.attr, c.mask, nil
-	}
-	a, m, err := id.ch.b.initQPAttr(id.handle, qp.Init)
-	if err != nil {
-		return a, m, err
-	}
-	vd.activeInit[port].Store(&cmInitAttr{a, m})
-	return a, m, nil
+// createQPInitAttr gives rdma_create_qp's INIT attributes (INIT_QP_ATTR),
+// asked of the backend for every QP as librdmacm does. Called with id.mu
+// held.
+func (id *ID) createQPInitAttr() (qp.Attr, qp.Mask, error) {
+	// Not cached per port: the P_Key index in the answer follows the
+	// port's P_Key table, which can change under a live device.
+	return id.ch.b.initQPAttr(id.handle, qp.Init)
 }
 
 // QP returns the library QP, nil if none.

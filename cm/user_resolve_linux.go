@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rdma/rdmacm/cm/engine"
-	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
@@ -17,11 +17,11 @@ import (
 // it for RoCE (rdma_resolve_ip, cma_resolve_iboe_route), and QUERY.
 
 // sourceFor asks the routing table which local address reaches dst, from
-// a UDP socket connected to dst (abi.RouteSource: four raw syscalls and no
+// a UDP socket connected to dst (kcall.RouteSource: four syscalls and no
 // netpoller, where net.DialUDP made eight with its options, the peer-name
 // query and the poller's epoll_ctl ADD and DEL).
 func sourceFor(dst netip.Addr) (netip.Addr, error) {
-	src, err := abi.RouteSource(dst.As4())
+	src, err := kcall.RouteSource(dst.As4())
 	if err != nil {
 		return netip.Addr{}, err
 	}

@@ -21,22 +21,7 @@ type verbsDevice struct {
 	ctx  *uverbs.Context
 	pd   *uverbs.PD
 	attr uverbs.DeviceAttr
-	// ethPort[n] is true when port n's link layer is Ethernet (RoCE,
-	// iWARP), from the device list the channel opened it from.
-	ethPort []bool
-	guid    rdma.GUID
-
-	// activeInit holds, per Ethernet port (indexed as ethPort), the
-	// backend's INIT attributes for a connected QP on an ID that has not
-	// connected (ID.createQPInitAttr). Read without a lock: a map under
-	// a mutex ran about 40 distinct code blocks per QP.
-	activeInit []atomic.Pointer[cmInitAttr]
-}
-
-// cmInitAttr is one INIT_QP_ATTR answer.
-type cmInitAttr struct {
-	attr qp.Attr
-	mask qp.Mask
+	guid rdma.GUID
 }
 
 type deviceCache struct {
@@ -124,16 +109,6 @@ func (d *deviceCache) open(devs []uverbs.Device, guid rdma.GUID) (*verbsDevice, 
 			return nil, err
 		}
 		vd := &verbsDevice{ctx: x, pd: pd, attr: attr, guid: guid}
-		for _, p := range dev.Ports {
-			if p.Num <= 0 || p.Num > 255 {
-				continue
-			}
-			if len(vd.ethPort) <= p.Num {
-				vd.ethPort = append(vd.ethPort, make([]bool, p.Num+1-len(vd.ethPort))...)
-			}
-			vd.ethPort[p.Num] = p.LinkLayer == uverbs.LinkEthernet
-		}
-		vd.activeInit = make([]atomic.Pointer[cmInitAttr], len(vd.ethPort))
 		if d.devs == nil {
 			d.devs = map[rdma.GUID]*verbsDevice{}
 		}
@@ -239,7 +214,7 @@ func (id *ID) CreateQP(init QPInit) (*QP, error) {
 	if err := newLibraryQP(q, vd, id.qpType, init); err != nil {
 		return nil, errnoError("CreateQP", err)
 	}
-	if err := id.attachQP(q, vd); err != nil {
+	if err := id.attachQP(q); err != nil {
 		q.destroy()
 		return nil, err
 	}

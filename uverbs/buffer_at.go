@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -23,7 +23,7 @@ func AllocBufferAt(addr uint64, size int) (*Buffer, error) {
 		return nil, fmt.Errorf("uverbs: %w: buffer of %d bytes at %#x (want a positive size at a page-aligned address)", ErrInvalidArgument, size, addr)
 	}
 	n := (size + page - 1) / page * page
-	mem, err := abi.MmapAnonAt(addr, n)
+	mem, err := kcall.MmapAnonAt(addr, n)
 	if err != nil {
 		return nil, &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("mmap %d bytes at %#x", n, addr), Err: err}
 	}

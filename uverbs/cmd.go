@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
@@ -71,7 +72,7 @@ func (x *Context) exec(c *cmd) error {
 // the call, in would escape to the heap (an allocation per command).
 func (x *Context) execIn(num uint32, in []byte) error {
 	if x.invokeWrite {
-		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
 		call.Const(abi.UverbsAttrWriteCmd, uint64(num))
 		call.In(abi.UverbsAttrCoreIn, in)
 		err := x.do(call)
@@ -88,7 +89,7 @@ func (x *Context) invoke(c *cmd) error {
 	if c.ex {
 		num |= uint64(abi.UverbsCmdFlagExtended)
 	}
-	call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+	call := kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
 	call.Const(abi.UverbsAttrWriteCmd, num)
 	if len(c.in) > 0 {
 		call.In(abi.UverbsAttrCoreIn, c.in)
@@ -145,7 +146,7 @@ func (x *Context) write(c *cmd) error {
 	}
 	buf = append(buf, c.drvIn...)
 	x.stats.writes.Add(1)
-	n, err := abi.WriteShort(x.fd, buf)
+	n, err := kcall.Write(x.fd, buf)
 	runtime.KeepAlive(resp)
 	if err != nil {
 		return err
@@ -159,9 +160,9 @@ func (x *Context) write(c *cmd) error {
 }
 
 // do runs an ioctl call on the context's fd.
-func (x *Context) do(call *abi.IoctlCall) error {
+func (x *Context) do(call *kcall.IoctlCall) error {
 	x.stats.ioctls.Add(1)
-	return call.DoShort(x.fd)
+	return call.Do(x.fd)
 }
 
 // cmdStats counts the syscalls that carried commands (not doorbells), so

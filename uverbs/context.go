@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -136,7 +137,7 @@ func driverIDOf(dev Device) uint32 {
 // rdma-core does: INVOKE_WRITE of QUERY_DEVICE without its core buffers
 // must fail with ENOSPC (the size check), proving the method exists.
 func (x *Context) probeIoctl() {
-	call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+	call := kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
 	call.Const(abi.UverbsAttrWriteCmd, uint64(abi.UverbsCmdQueryDevice))
 	err := x.do(call)
 	switch {
@@ -193,7 +194,7 @@ func (x *Context) allocContextWith(drvIn, drvOut []byte) (done bool, err error) 
 	if x.nativeIoctl {
 		var nvec [4]byte
 		var support [8]byte
-		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodGetContext, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodGetContext, x.driverID)
 		call.Out(abi.UverbsAttrGetContextNumCompVectors, nvec[:])
 		i := call.Out(abi.UverbsAttrGetContextCoreSupport, support[:])
 		call.Optional(i)
@@ -235,7 +236,7 @@ func (x *Context) allocContextWith(drvIn, drvOut []byte) (done bool, err error) 
 // (the ioctl GET_CONTEXT returns none); the first one becomes the
 // context's default.
 func (x *Context) allocAsync() error {
-	call := abi.NewIoctl(abi.UverbsObjectAsyncEvent, abi.UverbsMethodAsyncEventAlloc, x.driverID)
+	call := kcall.NewIoctl(abi.UverbsObjectAsyncEvent, abi.UverbsMethodAsyncEventAlloc, x.driverID)
 	i := call.FD(abi.UverbsAttrAsyncEventAllocFDHandle, 0)
 	if err := x.do(call); err != nil {
 		if noMethod(err) {
@@ -447,7 +448,7 @@ func (x *Context) QueryPort(port int) (PortAttr, error) {
 	var resp abi.UverbsQueryPortRespEx
 	var err error = unix.ENOTTY
 	if x.nativeIoctl {
-		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryPort, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryPort, x.driverID)
 		call.Const(abi.UverbsAttrQueryPortPortNum, uint64(port))
 		call.Out(abi.UverbsAttrQueryPortResp, abi.Bytes(&resp))
 		err = x.do(call)
@@ -490,7 +491,7 @@ func (x *Context) QueryGIDTable() ([]GIDEntry, error) {
 		entries = make([]abi.UverbsGIDEntry, total)
 		raw := abi.SliceBytes(entries)
 		var numBuf [8]byte
-		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryGIDTable, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodQueryGIDTable, x.driverID)
 		call.Const(abi.UverbsAttrQueryGIDTableEntrySize, uint64(len(raw)/total))
 		call.Out(abi.UverbsAttrQueryGIDTableRespEntries, raw)
 		call.Out(abi.UverbsAttrQueryGIDTableRespNumEntries, numBuf[:])
@@ -507,7 +508,7 @@ func (x *Context) QueryGIDTable() ([]GIDEntry, error) {
 	out := gidEntries(entries, num)
 	for i := range out {
 		if out[i].NetdevIndex != 0 {
-			if name, err := abi.IfIndexToName(out[i].NetdevIndex); err == nil {
+			if name, err := kcall.IfIndexToName(out[i].NetdevIndex); err == nil {
 				out[i].Netdev = name
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/barrier"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -100,8 +101,8 @@ type CQ struct {
 	cqe     int
 	channel *CompChannel
 	ops     cqOps
-	notify  [2]*abi.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
-	drv     any               // provider state between cqData and newCQ
+	notify  [2]*kcall.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
+	drv     any                 // provider state between cqData and newCQ
 	// mu guards the ring, as libmlx5's cq->lock (a pthread spinlock
 	// taken in mlx5_poll_cq): one locked instruction per Poll, where
 	// sync.Mutex's Unlock is a second (LOCK XADD). Nothing blocks under
@@ -141,7 +142,7 @@ func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 	err = unix.ENOTTY
 	if x.nativeIoctl {
 		var respCQE [4]byte
-		call := abi.NewIoctl(abi.UverbsObjectCQ, abi.UverbsMethodCQCreate, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectCQ, abi.UverbsMethodCQCreate, x.driverID)
 		h := call.IDR(abi.UverbsAttrCreateCQHandle, 0)
 		call.Out(abi.UverbsAttrCreateCQRespCQE, respCQE[:])
 		call.U32(abi.UverbsAttrCreateCQCQE, uint32(cmdCQE))
@@ -273,19 +274,18 @@ func (cq *CQ) RequestNotify(solicitedOnly bool) error {
 	var err error
 	if x.invokeWrite {
 		// Re-armed on every event wait: a prebuilt INVOKE_WRITE whose
-		// 8-byte request travels inline, run as a raw (never blocking)
-		// ioctl.
+		// 8-byte request travels inline, so the call can be run again.
 		cq.mu.Lock()
 		call := cq.notify[solicited]
 		if call == nil {
 			req := abi.UverbsReqNotifyCQ{CQHandle: cq.handle, SolicitedOnly: solicited}
-			call = abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+			call = kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
 			call.Const(abi.UverbsAttrWriteCmd, uint64(abi.UverbsCmdReqNotifyCQ))
 			call.In(abi.UverbsAttrCoreIn, abi.Bytes(&req))
 			cq.notify[solicited] = call
 		}
 		x.stats.ioctls.Add(1)
-		err = call.DoRaw(x.fd)
+		err = call.Do(x.fd)
 		cq.mu.Unlock()
 	} else {
 		req := abi.UverbsReqNotifyCQ{CQHandle: cq.handle, SolicitedOnly: solicited}

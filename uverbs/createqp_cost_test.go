@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/qp"
 )
 
@@ -24,12 +25,12 @@ type rxeCostDevice struct {
 func (d *rxeCostDevice) Ioctl(fd int, req uintptr, arg uintptr) (bool, error) {
 	const hdrSize, attrSize = int(unsafe.Sizeof(abi.IoctlHdr{})), int(unsafe.Sizeof(abi.IoctlAttr{}))
 	var hdr abi.IoctlHdr
-	abi.ReadMem(uint64(arg), abi.Bytes(&hdr)) // MemAt into Decode: Go 1.26.8's disjointTypes panic (abi.ReadMem)
+	kcall.ReadMem(uint64(arg), abi.Bytes(&hdr)) // MemAt into Decode: Go 1.26.8's disjointTypes panic (kcall.ReadMem)
 	if hdr.ObjectID != abi.UverbsObjectQP || hdr.MethodID != abi.UverbsMethodQPCreate {
 		return true, nil
 	}
 	d.next++
-	attrs := abi.MemAt(uint64(arg), hdrSize+int(hdr.NumAttrs)*attrSize)[hdrSize:]
+	attrs := kcall.MemAt(uint64(arg), hdrSize+int(hdr.NumAttrs)*attrSize)[hdrSize:]
 	for i := 0; i < int(hdr.NumAttrs); i++ {
 		a := attrs[i*attrSize : (i+1)*attrSize]
 		data := abi.Native.Uint64(a[8:])
@@ -37,13 +38,13 @@ func (d *rxeCostDevice) Ioctl(fd int, req uintptr, arg uintptr) (bool, error) {
 		case abi.UverbsAttrCreateQPHandle:
 			abi.Native.PutUint64(a[8:], uint64(d.next))
 		case abi.UverbsAttrCreateQPRespQPNum:
-			abi.Native.PutUint32(abi.MemAt(data, 4), 0x100+d.next)
+			abi.Native.PutUint32(kcall.MemAt(data, 4), 0x100+d.next)
 		case abi.UverbsAttrUHWOut:
 			resp := abi.RxeCreateQPResp{
 				RQMI: abi.RxeMmapInfo{Offset: 4096 * 2, Size: 4096},
 				SQMI: abi.RxeMmapInfo{Offset: 4096, Size: 4096 * 2},
 			}
-			abi.WriteMem(data, abi.Bytes(&resp))
+			kcall.WriteMem(data, abi.Bytes(&resp))
 		}
 	}
 	return true, nil
@@ -95,7 +96,7 @@ func TestRxeQPCycleAllocs(t *testing.T) {
 // on a context of it, an RC QP's init attributes (one CQ) and the INIT
 // mask cmtime's QPs get.
 func rxeCostSetup(t testing.TB) (*PD, QPInit, qp.Mask) {
-	t.Cleanup(abi.SetTestDevice(&rxeCostDevice{}))
+	t.Cleanup(kcall.SetTestDevice(&rxeCostDevice{}))
 	null, err := os.Open("/dev/null")
 	if err != nil {
 		t.Fatal(err)

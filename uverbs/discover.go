@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -110,7 +111,7 @@ func (d Discovery) devPath(name string) string {
 }
 
 func readTrim(p string) (string, error) {
-	b, err := abi.SysfsReadFile(p)
+	b, err := kcall.SysfsReadFile(p)
 	if err != nil {
 		return "", err
 	}
@@ -142,7 +143,7 @@ func (d Discovery) Devices() ([]Device, error) {
 	}
 	ibDir := d.sysClass("infiniband")
 	verbsDir := d.sysClass("infiniband_verbs")
-	entries, err := abi.SysfsReadDir(ibDir)
+	entries, err := kcall.SysfsReadDir(ibDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &rdma.OpError{Pkg: "uverbs", Op: "list devices", Path: ibDir, Err: err}
 	}
@@ -218,7 +219,7 @@ func (d Discovery) checkABI() error {
 // name is prefix followed by a number, sorted by port.
 func (d Discovery) charDevs(class, prefix string) (map[string][]CharDev, error) {
 	dir := d.sysClass(class)
-	entries, err := abi.SysfsReadDir(dir)
+	entries, err := kcall.SysfsReadDir(dir)
 	out := map[string][]CharDev{}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -260,14 +261,14 @@ func (d Discovery) charDev(sysDir, name string) CharDev {
 			c.Major, c.Minor = uint32(a), uint32(b)
 		}
 	}
-	c.Present = abi.SysfsExists(c.Path)
+	c.Present = kcall.SysfsExists(c.Path)
 	return c
 }
 
 // rdmaCM describes the rdma_cm misc device.
 func (d Discovery) rdmaCM() CharDev {
 	for _, p := range []string{d.sysClass("misc/rdma_cm"), d.sysClass("infiniband_ucma/rdma_cm")} {
-		if abi.SysfsExists(p) {
+		if kcall.SysfsExists(p) {
 			c := d.charDev(p, "rdma_cm")
 			c.ABIVersion, _ = readInt(filepath.Join(p, "abi_version"))
 			if c.ABIVersion == 0 {
@@ -277,7 +278,7 @@ func (d Discovery) rdmaCM() CharDev {
 		}
 	}
 	c := CharDev{Name: "rdma_cm", Path: d.devPath("rdma_cm")}
-	c.Present = abi.SysfsExists(c.Path)
+	c.Present = kcall.SysfsExists(c.Path)
 	return c
 }
 
@@ -301,7 +302,7 @@ func (d Discovery) device(name string) (Device, error) {
 	if s, err := readTrim(filepath.Join(dir, "device", "modalias")); err == nil {
 		dev.PCIVendor, dev.PCIDevice, _ = parsePCIModalias(s)
 	}
-	ports, err := abi.SysfsReadDir(filepath.Join(dir, "ports"))
+	ports, err := kcall.SysfsReadDir(filepath.Join(dir, "ports"))
 	if err != nil {
 		return dev, &rdma.OpError{Pkg: "uverbs", Op: "list ports", Device: name, Path: filepath.Join(dir, "ports"), Err: err}
 	}
@@ -386,7 +387,7 @@ func RoCEMTU(netdevMTU int) rdma.MTU {
 // type file is readable (the kernel fails the read with EINVAL for an
 // unused slot).
 func (d Discovery) gids(portDir string, port int, ll LinkLayer) []GIDEntry {
-	entries, err := abi.SysfsReadDir(filepath.Join(portDir, "gids"))
+	entries, err := kcall.SysfsReadDir(filepath.Join(portDir, "gids"))
 	if err != nil {
 		return nil
 	}

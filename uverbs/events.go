@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
@@ -62,7 +62,7 @@ type eventRead struct {
 }
 
 func (r *eventRead) readFD(fd uintptr) bool {
-	r.n, r.err = abi.ReadShort(int(fd), r.buf[:])
+	r.n, r.err = kcall.Read(int(fd), r.buf[:])
 	return r.err != unix.EAGAIN
 }
 

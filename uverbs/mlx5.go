@@ -73,6 +73,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -263,10 +264,10 @@ func (p *mlx5Provider) contextCreated(x *Context, out []byte) error {
 	}
 	if r.CompMask&abi.MLX5AllocUcontextRespMaskCoreClockOff != 0 {
 		// mlx5_map_internal_clock: failure is only a warning.
-		p.clockPage, _ = abi.MmapShort(x.fd, int64(p.pageSize)*(abi.MLX5MmapCoreClock<<abi.MLX5MmapCmdShift), p.pageSize, unix.PROT_READ, unix.MAP_SHARED)
+		p.clockPage, _ = kcall.Mmap(x.fd, int64(p.pageSize)*(abi.MLX5MmapCoreClock<<abi.MLX5MmapCmdShift), p.pageSize, unix.PROT_READ, unix.MAP_SHARED)
 	}
 	if r.ClockInfoVersions&(1<<abi.MLX5ClockInfoV1) != 0 {
-		p.clockInfo, _ = abi.MmapShort(x.fd, int64(p.pageSize)*(abi.MLX5MmapClockInfo<<abi.MLX5MmapCmdShift|abi.MLX5ClockInfoV1), p.pageSize, unix.PROT_READ, unix.MAP_SHARED)
+		p.clockInfo, _ = kcall.Mmap(x.fd, int64(p.pageSize)*(abi.MLX5MmapClockInfo<<abi.MLX5MmapCmdShift|abi.MLX5ClockInfoV1), p.pageSize, unix.PROT_READ, unix.MAP_SHARED)
 	}
 	if p.cqeVersion > 1 {
 		p.close()
@@ -308,7 +309,7 @@ func (p *mlx5Provider) mapStaticUARs() error {
 	}
 	for i := 0; i < pages; i++ {
 		off := int64(p.pageSize) * int64(abi.MLX5MmapRegularPages<<abi.MLX5MmapCmdShift|i)
-		mem, err := abi.MmapShort(p.x.fd, off, p.pageSize, unix.PROT_WRITE, unix.MAP_SHARED)
+		mem, err := kcall.Mmap(p.x.fd, off, p.pageSize, unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
 			return fmt.Errorf("mmap UAR page %d (offset %#x): %w", i, off, err)
 		}
@@ -355,7 +356,7 @@ func (p *mlx5Provider) queryDeviceCtx() {
 	binary.BigEndian.PutUint16(in[0:], abi.MLX5CmdOpQueryHCACap)
 	binary.BigEndian.PutUint16(in[6:], 0<<1|1) // GENERAL_DEVICE, HCA_CAP_OPMOD_GET_CUR
 	if x.nativeIoctl {
-		call := abi.NewIoctl(abi.MLX5IBObjectDEVX, abi.MLX5IBMethodDEVXOther, x.driverID)
+		call := kcall.NewIoctl(abi.MLX5IBObjectDEVX, abi.MLX5IBMethodDEVXOther, x.driverID)
 		call.In(abi.MLX5IBAttrDEVXOtherCmdIn, in[:])
 		call.Out(abi.MLX5IBAttrDEVXOtherCmdOut, out)
 		_ = x.do(call)
@@ -379,7 +380,7 @@ func (p *mlx5Provider) allocDynUAR(typ uint64) (*mlx5DynUAR, error) {
 	x := p.x
 	var off, length [8]byte
 	var pageID [4]byte
-	call := abi.NewIoctl(abi.MLX5IBObjectUAR, abi.MLX5IBMethodUARObjAlloc, x.driverID)
+	call := kcall.NewIoctl(abi.MLX5IBObjectUAR, abi.MLX5IBMethodUARObjAlloc, x.driverID)
 	h := call.IDR(abi.MLX5IBAttrUARObjAllocHandle, 0)
 	call.Const(abi.MLX5IBAttrUARObjAllocType, typ)
 	call.Out(abi.MLX5IBAttrUARObjAllocMmapOffset, off[:])
@@ -392,7 +393,7 @@ func (p *mlx5Provider) allocDynUAR(typ uint64) (*mlx5DynUAR, error) {
 	n := int(abi.Native.Uint32(length[:4]))
 	var err error
 	if n >= mlx5AdapterPageSize && n <= 1<<20 {
-		u.mem, err = abi.MmapShort(x.fd, int64(u.offset), n, unix.PROT_WRITE, unix.MAP_SHARED)
+		u.mem, err = kcall.Mmap(x.fd, int64(u.offset), n, unix.PROT_WRITE, unix.MAP_SHARED)
 	} else {
 		err = fmt.Errorf("%w: UAR length %d", ErrInvalidArgument, n)
 	}
@@ -406,10 +407,10 @@ func (p *mlx5Provider) allocDynUAR(typ uint64) (*mlx5DynUAR, error) {
 // destroyDynUAR is mlx5_free_uar: munmap, then UAR_OBJ_DESTROY.
 func (p *mlx5Provider) destroyDynUAR(u *mlx5DynUAR) {
 	if u.mem != nil {
-		abi.MunmapShort(u.mem)
+		kcall.Munmap(u.mem)
 		u.mem = nil
 	}
-	call := abi.NewIoctl(abi.MLX5IBObjectUAR, abi.MLX5IBMethodUARObjDestroy, p.x.driverID)
+	call := kcall.NewIoctl(abi.MLX5IBObjectUAR, abi.MLX5IBMethodUARObjDestroy, p.x.driverID)
 	call.IDR(abi.MLX5IBAttrUARObjDestroyHandle, u.handle)
 	_ = p.x.do(call)
 }
@@ -499,15 +500,15 @@ func (p *mlx5Provider) putQPUAR(bf *mlx5BF) {
 // the dynamic UARs freed (clean_dyn_uars).
 func (p *mlx5Provider) close() error {
 	for _, m := range p.uars {
-		abi.MunmapShort(m)
+		kcall.Munmap(m)
 	}
 	p.uars = nil
 	if p.clockPage != nil {
-		abi.MunmapShort(p.clockPage)
+		kcall.Munmap(p.clockPage)
 		p.clockPage = nil
 	}
 	if p.clockInfo != nil {
-		abi.MunmapShort(p.clockInfo)
+		kcall.Munmap(p.clockInfo)
 		p.clockInfo = nil
 	}
 	// clean_dyn_uars: the pages of the bfregs on the dedicated list, in

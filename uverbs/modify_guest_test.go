@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/qp"
 )
 
@@ -12,7 +13,7 @@ import (
 // the kernel's and ours (issue 17, docs/benchmarks.md "Eighth pass"): per
 // round 50 RC QPs go to INIT and then to ERR, every other one through
 // QP.Modify and the rest as the same command bytes built beforehand and
-// only issued in the timed part (abi.IoctlCall.DoShort), alternating.
+// only issued in the timed part (kcall.IoctlCall.Do), alternating.
 // The difference is Modify's own code (qp.Check, the command's build, the
 // scratch page).
 func BenchmarkGuestModifyQPRaw(b *testing.B) {
@@ -29,11 +30,11 @@ func BenchmarkGuestModifyQPRaw(b *testing.B) {
 	}
 	raw := func(q *QP, a *qp.Attr, m qp.Mask) float64 {
 		body := modifyCmd(q, a, m)
-		call := abi.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectDevice, abi.UverbsMethodInvokeWrite, x.driverID)
 		call.Const(abi.UverbsAttrWriteCmd, uint64(abi.UverbsCmdModifyQP))
 		call.In(abi.UverbsAttrCoreIn, abi.Bytes(&body))
 		start := time.Now()
-		if err := call.DoShort(x.fd); err != nil {
+		if err := call.Do(x.fd); err != nil {
 			b.Fatal(err)
 		}
 		d := us(time.Since(start))

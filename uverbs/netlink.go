@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 )
 
@@ -440,13 +441,12 @@ var nlSeq atomic.Uint32
 // nlRequest sends one RDMA netlink request and calls fn with the
 // attributes of each reply message until the kernel is done.
 func nlRequest(op uint16, flags uint16, attrs []byte, fn func(attrs []byte) error) error {
-	// Raw syscalls (abi.NetlinkSocket): the kernel answers inside the
-	// request.
-	fd, pid, err := abi.NetlinkSocket(abi.NetlinkRDMA)
+	// One request, answered by the kernel inside it.
+	fd, pid, err := kcall.NetlinkSocket(abi.NetlinkRDMA)
 	if err != nil {
 		return err
 	}
-	defer abi.CloseRaw(fd)
+	defer kcall.Close(fd)
 	x := nlExchange{
 		typ:  abi.RDMANLType(abi.RDMANLNldev, op),
 		seq:  nlSeq.Add(1),
@@ -460,21 +460,21 @@ func nlRequest(op uint16, flags uint16, attrs []byte, fn func(attrs []byte) erro
 	abi.Native.PutUint16(msg[6:], unix.NLM_F_REQUEST|flags)
 	abi.Native.PutUint32(msg[8:], x.seq)
 	abi.Native.PutUint32(msg[12:], x.pid)
-	if err := abi.NetlinkSendToKernel(fd, msg); err != nil {
+	if err := kcall.NetlinkSendToKernel(fd, msg); err != nil {
 		return err
 	}
 	buf := make([]byte, 32<<10)
 	for {
 		// Peek with MSG_TRUNC for the datagram's real size, so that a
 		// large one is read whole instead of cut short.
-		n, _, err := abi.NetlinkRecv(fd, buf, unix.MSG_PEEK|unix.MSG_TRUNC)
+		n, _, err := kcall.NetlinkRecv(fd, buf, unix.MSG_PEEK|unix.MSG_TRUNC)
 		if err != nil {
 			return err
 		}
 		if n > len(buf) {
 			buf = make([]byte, n)
 		}
-		n, from, err := abi.NetlinkRecv(fd, buf, 0)
+		n, from, err := kcall.NetlinkRecv(fd, buf, 0)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -62,7 +63,7 @@ func (pd *PD) Close() error {
 func (x *Context) destroy(obj, method, attr uint16, handle uint32, resp []byte, fallback func() error) error {
 	var err error = unix.ENOTTY
 	if x.nativeIoctl {
-		call := abi.NewIoctl(obj, method, x.driverID)
+		call := kcall.NewIoctl(obj, method, x.driverID)
 		call.IDR(attr, handle)
 		if resp != nil {
 			call.Out(1, resp) // every *_DESTROY_*_RESP attribute is id 1
@@ -125,7 +126,7 @@ func (b *Buffer) Close() error {
 	}
 	var err error
 	if b.at {
-		err = abi.MunmapShort(b.mem[:cap(b.mem)])
+		err = kcall.Munmap(b.mem[:cap(b.mem)])
 	} else {
 		err = unix.Munmap(b.mem[:cap(b.mem)])
 	}

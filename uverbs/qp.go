@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -90,9 +91,8 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if err := x.lockOpen("create QP"); err != nil {
 		return nil, err
 	}
-	q, err := pd.createQPLocked(init)
-	x.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
-	return q, err
+	defer x.mu.Unlock()
+	return pd.createQPLocked(init)
 }
 
 // createQPLocked is CreateQP under the context's lock.
@@ -116,7 +116,7 @@ func (pd *PD) createQPLocked(init QPInit) (*QP, error) {
 	if x.nativeIoctl {
 		qpn := &w.qpn
 		*qpn = [4]byte{}
-		call := abi.NewIoctl(abi.UverbsObjectQP, abi.UverbsMethodQPCreate, x.driverID)
+		call := kcall.NewIoctl(abi.UverbsObjectQP, abi.UverbsMethodQPCreate, x.driverID)
 		call.IDR(abi.UverbsAttrCreateQPPDHandle, pd.handle)
 		call.IDR(abi.UverbsAttrCreateQPSendCQHandle, init.SendCQ.handle)
 		call.IDR(abi.UverbsAttrCreateQPRecvCQHandle, init.RecvCQ.handle)
@@ -203,9 +203,8 @@ func (q *QP) Close() error {
 // forbidden attributes and matches qp.ErrIllegalTransition etc.
 func (q *QP) Modify(attr *qp.Attr, mask qp.Mask) error {
 	q.mu.Lock()
-	err := q.modifyLocked(attr, mask)
-	q.mu.Unlock() // not deferred: a deferred call adds code blocks to a hot path
-	return err
+	defer q.mu.Unlock()
+	return q.modifyLocked(attr, mask)
 }
 
 // modifyOp names a modify in an error: the QP, the state it was moved to

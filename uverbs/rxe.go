@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -60,7 +61,7 @@ func (*rxeProvider) cqAbort(*CQ) {}
 func (*rxeProvider) qpAbort(*QP) {}
 
 // rxeQPAlloc is an rxe QP and its provider state in one object: one
-// allocation per QP, not two (issue 17).
+// allocation per QP, not two.
 type rxeQPAlloc struct {
 	q QP
 	r rxeQP
@@ -89,10 +90,6 @@ func (p *rxeProvider) qpData(*QP, *QPInit) (in, out []byte, err error) {
 	return nil, p.qpResp[:], nil
 }
 
-// rxeRingsApart maps a QP's rings wherever the kernel puts them, two
-// munmaps at close as in librxe; only BenchmarkGuestRxeQPClose sets it.
-var rxeRingsApart bool
-
 // newQP maps the QP's two rings and encodes its doorbell, in the rxeQP
 // that allocQP made with q (rings and doorbell inside it).
 func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
@@ -104,18 +101,12 @@ func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	if err := r.sqRing.mapRing(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{}))); err != nil {
 		return nil, opErr("map send queue", x.dev.Name, err)
 	}
-	var against []byte
-	if !rxeRingsApart {
-		against = r.sqRing.mem
-	}
-	rings, err := r.rqRing.mapRingNextTo(against, x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{})))
-	if err != nil {
+	if err := r.rqRing.mapRing(x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{}))); err != nil {
 		r.sqRing.unmap()
 		return nil, opErr("map receive queue", x.dev.Name, err)
 	}
-	r.rings = rings
 	r.sq, r.rq = &r.sqRing, &r.rqRing
-	resPtr := abi.SinkPtr()
+	resPtr := kcall.SinkPtr()
 	if resPtr == 0 { // no page outside the heap: a word of ours, pinned
 		r.dbResp = new(uint32)
 		r.pin.Pin(r.dbResp)
@@ -188,26 +179,18 @@ func mapRxeQueue(fd int, mi abi.RxeMmapInfo, minElem int) (*rxeQueue, error) {
 
 // mapRing is mapRxeQueue into q (a QP's rings live in its rxeQP).
 func (q *rxeQueue) mapRing(fd int, mi abi.RxeMmapInfo, minElem int) error {
-	_, err := q.mapRingNextTo(nil, fd, mi, minElem)
-	return err
-}
-
-// mapRingNextTo is mapRing with the ring placed against the mapping
-// other if there is room (abi.MmapShortNextTo); then both spans the two,
-// and one munmap of both replaces two.
-func (q *rxeQueue) mapRingNextTo(other []byte, fd int, mi abi.RxeMmapInfo, minElem int) (both []byte, err error) {
 	if mi.Size < abi.RxeQueueDataOff {
-		return nil, fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
+		return fmt.Errorf("queue size %d below the %d-byte header", mi.Size, abi.RxeQueueDataOff)
 	}
-	mem, both, err := abi.MmapShortNextTo(other, fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := kcall.Mmap(fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
+		return fmt.Errorf("mmap offset %#x size %d: %w", mi.Offset, mi.Size, err)
 	}
 	if err := q.init(mem, minElem); err != nil {
-		abi.MunmapShort(mem)
-		return nil, err
+		kcall.Munmap(mem)
+		return err
 	}
-	return both, nil
+	return nil
 }
 
 // newRxeQueue reads and validates a mapped queue's header: a power-of-two
@@ -255,7 +238,7 @@ func (q *rxeQueue) unmap() error {
 	if q == nil || q.mem == nil {
 		return nil
 	}
-	err := abi.MunmapShort(q.mem)
+	err := kcall.Munmap(q.mem)
 	q.mem = nil
 	return err
 }
@@ -300,12 +283,9 @@ type rxeQP struct {
 	// sqRing and rqRing are what sq and rq point to (one allocation per
 	// QP); dbBuf holds the doorbell command.
 	sqRing, rqRing rxeQueue
-	// rings spans both rings when the receive ring was mapped against the
-	// send ring: close unmaps them with one munmap (librxe makes two).
-	rings []byte
-	dbBuf [rxeDoorbellSize]byte
+	dbBuf          [rxeDoorbellSize]byte
 	// dbResp is the POST_SEND response (bad_wr), pinned for the QP's
-	// life, only when abi.SinkPtr has no page outside the heap.
+	// life, only when kcall.SinkPtr has no page outside the heap.
 	dbResp *uint32
 	pin    runtime.Pinner
 }
@@ -314,12 +294,18 @@ const rxeSendHdr = int(unsafe.Sizeof(abi.RxeSendWQE{})) // 208
 const rxeRecvHdr = int(unsafe.Sizeof(abi.RxeRecvWQE{})) // 40
 const rxeSGESize = int(unsafe.Sizeof(abi.RxeSGE{}))
 
-// memAt views n bytes of memory at a raw address (registered memory,
-// which lives outside the Go heap).
-func memAt(addr uint64, n int) []byte {
-	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
-	return unsafe.Slice((*byte)(p), n)
+// ring writes the send doorbell through the scheduler's path: for a user
+// QP, rxe_post_send runs the requester inline over every queued WQE, after
+// ib_uverbs_post_send's GFP_KERNEL allocation, so the write can sleep and
+// run long.
+func (r *rxeQP) ring() error {
+	_, err := kcall.Write(r.fd, r.doorbell)
+	return err
 }
+
+// memAt views n bytes at the address of an inline send's SGE, memory the
+// caller registered or pinned, as librxe's memcpy from sge->addr reads it.
+func memAt(addr uint64, n int) []byte { return kcall.MemAt(addr, n) }
 
 func (r *rxeQP) checkSend(wr *SendWR) error {
 	q := r.qp
@@ -464,12 +450,6 @@ func (r *rxeQP) postRecv(wrs []RecvWR) error {
 }
 
 func (r *rxeQP) close() error {
-	if r.rings != nil {
-		err := abi.MunmapShort(r.rings)
-		r.sqRing.mem, r.rqRing.mem, r.rings = nil, nil, nil
-		r.pin.Unpin()
-		return err
-	}
 	err1 := r.sq.unmap()
 	err2 := r.rq.unmap()
 	r.pin.Unpin()

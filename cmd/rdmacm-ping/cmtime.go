@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/go-rdma/rdmacm/cm"
-	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/cmd/internal/term"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
@@ -351,16 +351,14 @@ type stdoutBuffer struct {
 }
 
 // stdoutIsTerminal is looked up once at start-up, as glibc's stdio does
-// (isatty), with a raw ioctl: fstat through the scheduler, here or right
-// before a step, was retaken by Go's sysmon and restarted its 20 µs
-// polling (docs/benchmarks.md, create id).
-var stdoutIsTerminal = abi.IsTerminal(1) // stdout; os.Stdout.Fd() could make it blocking
+// (isatty).
+var stdoutIsTerminal = term.IsTerminal(1) // stdout; os.Stdout.Fd() could make it blocking
 
 func newStdoutBuffer(lineBuffered bool) *stdoutBuffer {
 	if stdoutIsTerminal {
 		lineBuffered = true
 	}
-	return &stdoutBuffer{w: bufio.NewWriterSize(rawStdout{}, 64<<10), line: lineBuffered}
+	return &stdoutBuffer{w: bufio.NewWriterSize(os.Stdout, 64<<10), line: lineBuffered}
 }
 
 func (b *stdoutBuffer) print(s string) {

@@ -391,8 +391,8 @@ func TestCmtimeInterop(t *testing.T) {
 		}
 		defer srv.Stop(context.Background())
 		listening(t, ctx, b, 7471)
-		// -line-buffered: each step's line is written (raw write(2)s,
-		// rawStdout) as the step starts, then the table.
+		// -line-buffered: each step's line is written as the step
+		// starts, then the table.
 		r, err := a.Run(ctx, ping+" -c -line-buffered -a "+b.Addr+" -cmtime 20")
 		if err != nil {
 			t.Fatalf("%v\n%s%s", err, r.Stdout, r.Stderr)

@@ -163,9 +163,6 @@ func TestUcmaSizeConstants(t *testing.T) {
 		{"UcmaMigrateResp", unsafe.Sizeof(UcmaMigrateResp{}), SizeofUcmaMigrateResp},
 		{"UcmaCreateIDResp", unsafe.Sizeof(UcmaCreateIDResp{}), SizeofUcmaCreateIDResp},
 		{"UcmaDestroyIDResp", unsafe.Sizeof(UcmaDestroyIDResp{}), SizeofUcmaDestroyIDResp},
-		// The kernel reads the header first and the command right after it.
-		{"ucmaMsg.hdr", unsafe.Offsetof(ucmaMsg[UcmaEventResp]{}.hdr), 0},
-		{"ucmaMsg header", unsafe.Offsetof(ucmaMsg[UcmaEventResp]{}.body), SizeofUcmaCmdHdr},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: Go %d, constant %d", c.name, c.got, c.want)

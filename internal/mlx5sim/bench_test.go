@@ -17,8 +17,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/barrier"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/mlx5sim"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -260,7 +260,7 @@ func newGoRig(b *testing.B) *goRig {
 	if !ok {
 		fail(fmt.Errorf("the device has no cq0 buffer"))
 	}
-	g.cqmem, g.ncqe, g.qpn = abi.MemAt(addr, n*64), uint32(n), g.qp.Num()
+	g.cqmem, g.ncqe, g.qpn = kcall.MemAt(addr, n*64), uint32(n), g.qp.Num()
 	base := g.buf.Addr()
 	sge := []uverbs.SGE{{Addr: base, Length: 64, LKey: g.mr.LKey}}
 	g.wrs = map[string][]uverbs.SendWR{

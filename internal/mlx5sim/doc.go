@@ -2,7 +2,7 @@
 // tests: a scripted kernel that answers the uverbs commands, mmaps and
 // CQE injections of both rdma-core (libibverbs + libmlx5 v44, in a child
 // process behind an LD_PRELOAD shim, see server.go) and this module's
-// uverbs package (in-process through abi.SetTestDevice, see install.go),
+// uverbs package (in-process through kcall.SetTestDevice, see install.go),
 // and records a normalised trace of both so that they can be compared
 // (compare.go). README.md is the contract between the parts.
 //

@@ -8,13 +8,14 @@ import (
 
 	"github.com/go-rdma/rdmacm/internal/abi"
 	"github.com/go-rdma/rdmacm/internal/barrier"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"golang.org/x/sys/unix"
 )
 
 // unsafe: the simulated device answers syscalls by address (ioctl
 // arguments, mmap'd pages it hands out and takes back).
 
-// seam adapts a Device to abi.TestDevice for the in-process (Go) stack.
+// seam adapts a Device to kcall.TestDevice for the in-process (Go) stack.
 type seam struct {
 	d   *Device
 	mem Mem
@@ -35,7 +36,7 @@ func IsUverbsFD(fd int) bool {
 }
 
 // Install makes the device answer this process's uverbs calls (fds for
-// which IsUverbsFD holds) through abi.SetTestDevice; other fds pass
+// which IsUverbsFD holds) through kcall.SetTestDevice; other fds pass
 // through to the kernel. New fds it hands out (async event file,
 // completion channels) are eventfds. User memory is accessed with
 // SelfMem, so a stale address is an EFAULT in the trace, not a crash.
@@ -49,7 +50,7 @@ func (d *Device) Install() (restore func()) {
 	d.mu.Lock()
 	d.newFD = func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) }
 	d.mu.Unlock()
-	undo := abi.SetTestDevice(s)
+	undo := kcall.SetTestDevice(s)
 	undoHook := barrier.SetHook(func(instr string) { d.Fence(s.mem, instr) })
 	return func() {
 		undoHook()
@@ -114,7 +115,7 @@ func (s *seam) Mmap(fd int, offset int64, size int, prot, flags int) (bool, []by
 	if size <= 0 {
 		return true, nil, unix.EINVAL
 	}
-	b, err := abi.MmapShort(-1, 0, size, prot|unix.PROT_READ, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	b, err := kcall.Mmap(-1, 0, size, prot|unix.PROT_READ, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return true, nil, err
 	}
@@ -149,7 +150,7 @@ func (s *seam) Munmap(b []byte) (bool, error) {
 }
 
 func rawMunmap(addr uintptr, n int) error {
-	_, _, e := unix.RawSyscall(unix.SYS_MUNMAP, addr, uintptr(n), 0)
+	_, _, e := unix.Syscall(unix.SYS_MUNMAP, addr, uintptr(n), 0) // munmap takes mmap_lock: it can sleep
 	if e != 0 {
 		return e
 	}

@@ -18,7 +18,7 @@ import (
 
 // TestGoScenarios runs every testdata scenario through the Go
 // interpreter (uverbs and its mlx5 provider, in-process through the
-// abi.TestDevice seam) under each profile, and checks that the device
+// kcall.TestDevice seam) under each profile, and checks that the device
 // saw no unknown command.
 func TestGoScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.scn")

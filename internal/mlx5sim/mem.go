@@ -5,7 +5,7 @@ package mlx5sim
 import (
 	"os"
 
-	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,12 +18,12 @@ type Mem interface {
 }
 
 // LocalMem is the memory of this process, accessed with plain loads and
-// stores (abi.ReadMem/WriteMem). A bad address crashes the process; use
+// stores (kcall.ReadMem/WriteMem). A bad address crashes the process; use
 // SelfMem where addresses are not trusted.
 type LocalMem struct{}
 
-func (LocalMem) Read(addr uint64, b []byte) error  { abi.ReadMem(addr, b); return nil }
-func (LocalMem) Write(addr uint64, b []byte) error { abi.WriteMem(addr, b); return nil }
+func (LocalMem) Read(addr uint64, b []byte) error  { kcall.ReadMem(addr, b); return nil }
+func (LocalMem) Write(addr uint64, b []byte) error { kcall.WriteMem(addr, b); return nil }
 
 // ProcMem is the memory of process Pid, accessed with process_vm_readv and
 // process_vm_writev (root, or the same process). A bad address is an

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/abi"
+	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -56,7 +57,7 @@ func Open(dev string) (*Port, error) {
 	}
 	req := abi.UmadRegReq2{QPN: 1, MgmtClass: mad.ClassCM, MgmtClassVersion: mad.CMClassVersion}
 	req.MethodMask[0] = 1 << uint(mad.MethodSend)
-	if err := abi.UmadRegisterAgent2Call(fd, &req); err != nil {
+	if err := kcall.UmadRegisterAgent2Call(fd, &req); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EINVAL) {
 			return nil, fmt.Errorf("umad: register CM agent on %s: %w", dev, ErrKernelCM)
@@ -93,13 +94,14 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 	h := sendHeader(p.agent, to)
 	copy(p.wbuf[:], abi.Bytes(&h))
 	copy(p.wbuf[abi.UmadHdrSize:], m[:mad.MADSize])
-	// ib_umad_write posts the send and returns: a raw write (no P
-	// handoff, see abi.WriteShort), under the file's reference so Close
-	// cannot recycle the fd meanwhile; EAGAIN waits for writability.
+	// ib_umad_write can sleep (it allocates and resolves the address
+	// handle), so the write takes the scheduler's path (kcall.Write),
+	// under the file's reference so Close cannot recycle the fd
+	// meanwhile; EAGAIN waits for writability.
 	var n int
 	var werr error
 	err := p.rc.Write(func(fd uintptr) bool {
-		n, werr = abi.WriteShort(int(fd), p.wbuf[:])
+		n, werr = kcall.Write(int(fd), p.wbuf[:])
 		return werr != unix.EAGAIN
 	})
 	if err == nil {
@@ -139,7 +141,7 @@ func (p *Port) Recv(ctx context.Context, buf []byte) (engine.Addr, int, error) {
 	var n int
 	var rerr error
 	err := p.rc.Read(func(fd uintptr) bool {
-		n, rerr = abi.ReadShort(int(fd), p.rbuf[:])
+		n, rerr = kcall.Read(int(fd), p.rbuf[:])
 		return rerr != unix.EAGAIN
 	})
 	if err == nil {

@@ -20,11 +20,10 @@
 //
 // The raw syscalls (Syscall, RawSyscall, SYS_*) are deliberately absent:
 // a uintptr(unsafe.Pointer(p)) argument is kept alive only in a direct
-// call to x/sys/unix's assembly stubs, not through a Go wrapper. Raw
-// calls live in Linux-only files (internal/abi/ioctl_linux.go:
-// abi.IoctlCall.Do, DoShort, DoRaw, WriteShort, ReadShort, MmapShort,
-// MunmapShort, UmadRegisterAgent2Call), whose stubs elsewhere return
-// ErrNotSupported.
+// call to x/sys/unix's assembly stubs, not through a Go wrapper. Such
+// calls live in internal/kcall's Linux-only files (IoctlCall.Do, Write,
+// Read, Mmap, Munmap, UmadRegisterAgent2Call, ...), whose stubs
+// elsewhere return ErrNotSupported.
 //
 // The API, on every GOOS:
 //

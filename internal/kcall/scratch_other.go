@@ -1,0 +1,7 @@
+//go:build !linux
+
+package kcall
+
+func getScratch() *scratch { return nil }
+
+func putScratch(*scratch) {}
