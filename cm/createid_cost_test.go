@@ -47,7 +47,7 @@ func (d *ucmaCostDevice) Write(fd int, p uintptr, n int) (bool, int, error) {
 
 // BenchmarkKernelIDUserCost creates 200 IDs and destroys them, as
 // cmtime's create id and destroy steps, on the kernel backend over
-// ucmaCostDevice; per ID. Count its instructions with callgrind (issue 17):
+// ucmaCostDevice; per ID. Count its instructions with callgrind:
 //
 //	go test -c -o /tmp/cm.test ./cm/
 //	GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind /tmp/cm.test -test.run '^$' -test.bench KernelIDUserCost -test.benchtime 2000x
@@ -73,9 +73,9 @@ func BenchmarkKernelIDUserCost(b *testing.B) {
 }
 
 // TestKernelIDAllocs bounds the heap allocations of an ID's create and
-// destroy on the kernel backend: the ID only. The CREATE_ID command was
-// a second one until the ucma calls stopped being inlined into this
-// package (kcall.UcmaCreateIDCall; issue 17).
+// destroy on the kernel backend: the ID only. The CREATE_ID command
+// stays off the heap because the ucma calls are not inlined into this
+// package (kcall.UcmaCreateIDCall).
 func TestKernelIDAllocs(t *testing.T) {
 	c := ucmaCostChannel(t)
 	got := testing.AllocsPerRun(100, func() {

@@ -70,8 +70,7 @@ func routeResolvedID(t testing.TB, ctx context.Context, ch *Channel, dst netip.A
 }
 
 // TestGuestCreateQPAllocs bounds the Go heap allocations of one QP
-// create+destroy with shared CQs (issue 17; 21 before the third pass, 3
-// before the ninth): the library QP, and the verbs QP with its rxe state
+// create+destroy with shared CQs: the library QP, and the verbs QP with its rxe state
 // (rings and doorbell inside), on both backends (the kernel CM's
 // INIT_QP_ATTR allocates nothing since its commands no longer go through
 // rawConn.Control). The loop re-creates the QP of one ID, so the library

@@ -18,8 +18,8 @@ import (
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
-// BenchmarkGuestCreateQP is cmtime's create qp step one QP at a time
-// (issue 17): CreateQP on a route-resolved kernel ID with the first QP's
+// BenchmarkGuestCreateQP is cmtime's create qp step one QP at a time:
+// CreateQP on a route-resolved kernel ID with the first QP's
 // CQs shared, as cmtime's static init attributes share them, then
 // DestroyQP. With CM_CPUPROFILE=1 it writes a CPU profile of the loop to
 // $VMTEST_OUT_DIR/createqp.pprof (vmexec copies it to $VMTEST_OUT;
@@ -82,7 +82,7 @@ func BenchmarkGuestCreateQP(b *testing.B) {
 }
 
 // BenchmarkGuestCreateID is cmtime's create id and destroy steps one ID
-// at a time on the kernel backend: CREATE_ID and DESTROY_ID (issue 17).
+// at a time on the kernel backend: CREATE_ID and DESTROY_ID.
 func BenchmarkGuestCreateID(b *testing.B) {
 	guest.Require(b)
 	ch, err := Open(&Options{Backend: BackendKernel})
@@ -104,7 +104,7 @@ func BenchmarkGuestCreateID(b *testing.B) {
 }
 
 // BenchmarkGuestCreateIDSysmon tests why the kernel backend's create id
-// and destroy steps cost more than cmtime's (issue 17): 200 CREATE_ID
+// and destroy steps cost more than cmtime's: 200 CREATE_ID
 // then 200 DESTROY_ID, alternating two ways of entering the step.
 // Both first sleep 200 ms, in which Go's sysmon finds every P idle and
 // sleeps deeply. "warm" then makes one syscall through the scheduler

@@ -2,7 +2,7 @@
 
 package cm
 
-// Guest tests of issue 7, run inside guest a by go test -exec vmexec:
+// Endurance tests, run inside guest a by go test -exec vmexec:
 //
 //   - TestGuestEndurance: connect/transfer/disconnect cycles from guest a to
 //     a server in guest b (this test binary in helper mode, kernel backend),

@@ -81,7 +81,7 @@ func (d *rxeCostDevice) Munmap(b []byte) (bool, error) {
 
 // TestRxeQPCycleAllocs bounds the heap allocations of one rxe QP's
 // create, INIT, ERR and destroy in this package: the QP and its rxe state
-// are one object (rxeProvider.allocQP; two before, issue 17).
+// are one object (rxeProvider.allocQP).
 func TestRxeQPCycleAllocs(t *testing.T) {
 	pd, init, initMask := rxeCostSetup(t)
 	got := testing.AllocsPerRun(100, func() {
@@ -112,7 +112,7 @@ func rxeCostSetup(t testing.TB) (*PD, QPInit, qp.Mask) {
 // BenchmarkRxeQPCycleUserCost runs one QP's create, INIT, ERR and destroy
 // (what cmtime's create qp and disconnect steps ask of the verbs) with
 // every syscall answered in process, so that only our user-space code is
-// left. Count its instructions with callgrind (issue 17):
+// left. Count its instructions with callgrind:
 //
 //	go test -c -o /tmp/uverbs.test ./uverbs/
 //	valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out /tmp/uverbs.test -test.run '^$' -test.bench RxeQPCycleUserCost -test.benchtime 200x

@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkGuestModifyQPRaw splits a MODIFY_QP's time in the guest into
-// the kernel's and ours (issue 17, docs/benchmarks.md "Eighth pass"): per
+// the kernel's and ours: per
 // round 50 RC QPs go to INIT and then to ERR, every other one through
 // QP.Modify and the rest as the same command bytes built beforehand and
 // only issued in the timed part (kcall.IoctlCall.Do), alternating.
