@@ -221,7 +221,8 @@ const settle = "sleep 3; "
 // returns the command that runs it there, so that the Go clients run from
 // guest memory as the C clients do (from the guest's root file system,
 // also in memory). BENCH_GODEBUG=V runs it with GODEBUG=V, for
-// experiments such as disablethp=1 (docs/benchmarks.md, disconnect).
+// experiments such as disablethp=1 (docs/benchmarks.md, disconnect), and
+// BENCH_ENV="K=V ..." with those variables (e.g. GOMAXPROCS=2).
 // Run from the 9p share, every run faulted its code in through 9p again
 // and TCG translated it afresh, inside the timed steps: the engine's first
 // Connect took 20-30 ms that way, against 0.8-5.7 ms from tmpfs once the
@@ -233,10 +234,14 @@ func localPing(b *testing.B, ctx context.Context, g *vmtest.Machine) string {
 	if err != nil || res.ExitCode != 0 {
 		b.Fatalf("copying rdmacm-ping into guest %s: %v %+v", g.Name, err, res)
 	}
+	cmd := local
 	if v := os.Getenv("BENCH_GODEBUG"); v != "" {
-		return "GODEBUG=" + v + " " + local
+		cmd = "GODEBUG=" + v + " " + cmd
 	}
-	return local
+	if v := os.Getenv("BENCH_ENV"); v != "" {
+		cmd = "env " + v + " " + cmd
+	}
+	return cmd
 }
 
 func envInt(name string, def int) int {
