@@ -46,10 +46,13 @@ type eventFile struct {
 	deadline   bool          // a cancellation set the read deadline in the past
 	turn       chan struct{} // one wait at a time
 
-	reads sync.Pool // *eventRead
+	// spare is an eventRead kept for the next wait: one slot, not a
+	// sync.Pool, whose per-P cache misses when a syscall moves the
+	// goroutine to another P.
+	spare atomic.Pointer[eventRead]
 }
 
-// eventRead is one wait's read state, reused through a pool: its read
+// eventRead is one wait's read state, reused through eventFile.spare: its read
 // method value is made once, so a wait allocates no closure.
 type eventRead struct {
 	buf [32]byte // the largest event: ib_uverbs_async_event_desc, 16 bytes
@@ -67,7 +70,7 @@ func (r *eventRead) readFD(fd uintptr) bool {
 }
 
 func (e *eventFile) getRead() *eventRead {
-	if r, ok := e.reads.Get().(*eventRead); ok {
+	if r := e.spare.Swap(nil); r != nil {
 		return r
 	}
 	r := new(eventRead)
@@ -244,7 +247,7 @@ func (e *eventFile) closedErr(err error) error {
 // nothing once warm when fn does not escape.
 func (e *eventFile) readAll(ctx context.Context, size int, fn func([]byte)) error {
 	r := e.getRead()
-	defer e.reads.Put(r)
+	defer e.spare.Store(r)
 	if err := e.wait(ctx, r); err != nil {
 		return err
 	}
