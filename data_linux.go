@@ -203,7 +203,7 @@ func (ep *Endpoint) wait(ctx context.Context, k int) (WC, error) {
 	}
 	for {
 		w, err := ep.p.next(ctx, ep.gone, k)
-		if err == nil && w.Status == uverbs.WCWRFlushErr && ep.gone.Err() != nil {
+		if err == nil && w.Status == WCWRFlushErr && ep.gone.Err() != nil {
 			continue // flushed by the end of the connection: not returned
 		}
 		if errors.As(err, new(goneError)) {

@@ -51,7 +51,7 @@ func (c *callerQP) poll(ctx context.Context, n int) ([]uverbs.WC, error) {
 		}
 	}
 	for _, wc := range out {
-		if wc.Status != uverbs.WCSuccess {
+		if wc.Status != rdmacm.WCSuccess {
 			return out, fmt.Errorf("completion %+v", wc)
 		}
 	}

@@ -1,6 +1,10 @@
 package rdmacm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/go-rdma/rdmacm/rdma"
+)
 
 // WC is a work completion of one of an endpoint's work requests.
 type WC struct {
@@ -31,71 +35,38 @@ func (wc WC) Err() error {
 	return &WCError{Status: wc.Status, VendorErr: wc.VendorErr, ID: wc.ID}
 }
 
-// WCStatus is a work completion status (IBTA vol. 1 §11.6.2; the values
-// of enum ibv_wc_status).
-type WCStatus uint32
+// WCStatus is a work completion's status: package rdma's type, named
+// here so that an endpoint's program needs no second import for it.
+type WCStatus = rdma.WCStatus
 
-// The statuses.
+// The statuses (rdma's).
 const (
-	WCSuccess        WCStatus = 0
-	WCLocLenErr      WCStatus = 1  // a message longer than the receive
-	WCLocQPOpErr     WCStatus = 2  // a work request the QP cannot run
-	WCLocProtErr     WCStatus = 4  // a local address outside its MR
-	WCWRFlushErr     WCStatus = 5  // flushed: the QP is in the error state
-	WCBadRespErr     WCStatus = 7  // an unexpected response from the peer
-	WCLocAccessErr   WCStatus = 8  // local access flags
-	WCRemInvReqErr   WCStatus = 9  // the peer found the request invalid
-	WCRemAccessErr   WCStatus = 10 // a wrong rkey, range or remote access
-	WCRemOpErr       WCStatus = 11 // the peer could not complete it
-	WCRetryExcErr    WCStatus = 12 // transport retries exceeded
-	WCRNRRetryExcErr WCStatus = 13 // the peer had no receive posted, RNR retries exceeded
-	WCGeneralErr     WCStatus = 21
+	WCSuccess        = rdma.WCSuccess
+	WCLocLenErr      = rdma.WCLocLenErr
+	WCLocQPOpErr     = rdma.WCLocQPOpErr
+	WCLocProtErr     = rdma.WCLocProtErr
+	WCWRFlushErr     = rdma.WCWRFlushErr
+	WCBadRespErr     = rdma.WCBadRespErr
+	WCLocAccessErr   = rdma.WCLocAccessErr
+	WCRemInvReqErr   = rdma.WCRemInvReqErr
+	WCRemAccessErr   = rdma.WCRemAccessErr
+	WCRemOpErr       = rdma.WCRemOpErr
+	WCRetryExcErr    = rdma.WCRetryExcErr
+	WCRNRRetryExcErr = rdma.WCRNRRetryExcErr
+	WCGeneralErr     = rdma.WCGeneralErr
 )
 
-var wcStatusNames = map[WCStatus]string{
-	0: "success", 1: "local length error", 2: "local QP operation error", 3: "local EE context operation error",
-	4: "local protection error", 5: "work request flushed", 6: "memory management operation error",
-	7: "bad response error", 8: "local access error", 9: "remote invalid request error",
-	10: "remote access error", 11: "remote operation error", 12: "transport retry counter exceeded",
-	13: "RNR retry counter exceeded", 14: "local RDD violation error", 15: "remote invalid RD request",
-	16: "operation aborted", 17: "invalid EE context number", 18: "invalid EE context state",
-	19: "fatal error", 20: "response timeout error", 21: "general error",
-}
+// WCOpcode is the operation a completion reports: package rdma's type.
+type WCOpcode = rdma.WCOpcode
 
-func (s WCStatus) String() string {
-	if n, ok := wcStatusNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("WCStatus(%d)", uint32(s))
-}
-
-// WCOpcode is the operation a completion reports (enum ibv_wc_opcode).
-type WCOpcode uint32
-
-// The opcodes of the endpoint's operations.
+// The opcodes of the endpoint's operations (rdma's).
 const (
-	WCSend            WCOpcode = 0   // PostSend, PostSendImm
-	WCRDMAWrite       WCOpcode = 1   // PostWrite, PostWriteImm
-	WCRDMARead        WCOpcode = 2   // PostRead
-	WCRecv            WCOpcode = 128 // a receive of a send
-	WCRecvRDMAWithImm WCOpcode = 129 // a receive of a PostWriteImm's immediate data
+	WCSend            = rdma.WCSend
+	WCRDMAWrite       = rdma.WCRDMAWrite
+	WCRDMARead        = rdma.WCRDMARead
+	WCRecv            = rdma.WCRecv
+	WCRecvRDMAWithImm = rdma.WCRecvRDMAWithImm
 )
-
-func (o WCOpcode) String() string {
-	switch o {
-	case WCSend:
-		return "send"
-	case WCRDMAWrite:
-		return "RDMA write"
-	case WCRDMARead:
-		return "RDMA read"
-	case WCRecv:
-		return "receive"
-	case WCRecvRDMAWithImm:
-		return "receive of RDMA write with immediate"
-	}
-	return fmt.Sprintf("WCOpcode(%d)", uint32(o))
-}
 
 // WCError is a failed work completion. It matches ErrCompletion, an
 // equal *WCError, and the sentinel of its status:

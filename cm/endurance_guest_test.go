@@ -190,7 +190,7 @@ func serveEndurance(l *ID, k int, buf *uverbs.Buffer, mr **uverbs.MR) error {
 	if err != nil {
 		return err
 	}
-	if wc.Status != uverbs.WCSuccess || wc.Opcode != uverbs.WCRecv || wc.ID != uint64(k) || wc.ByteLen != enduranceMsgLen {
+	if wc.Status != rdma.WCSuccess || wc.Opcode != rdma.WCRecv || wc.ID != uint64(k) || wc.ByteLen != enduranceMsgLen {
 		return fmt.Errorf("receive completion %+v (%v), want success, RECV, ID %d, %d bytes", wc, wc.Status, k, enduranceMsgLen)
 	}
 	if got, want := buf.Bytes()[:enduranceMsgLen], enduranceMessage(k); !bytes.Equal(got, want) {
@@ -409,7 +409,7 @@ func TestGuestEndurance(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if wc.Status != uverbs.WCSuccess || wc.Opcode != uverbs.WCSend || wc.ID != uint64(i) {
+		if wc.Status != rdma.WCSuccess || wc.Opcode != rdma.WCSend || wc.ID != uint64(i) {
 			return fmt.Errorf("send completion %+v (%v), want success, SEND, ID %d", wc, wc.Status, i)
 		}
 		if err := id.Disconnect(cctx); err != nil {
@@ -786,7 +786,7 @@ func TestGuestKernelBackendPeerKilled(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		wc, err := waitCompletion(wctx, q.RecvCQ, q.RecvChannel)
 		cancel()
-		if err != nil || wc.Status != uverbs.WCSuccess {
+		if err != nil || wc.Status != rdma.WCSuccess {
 			t.Fatalf("rping's first SEND: %+v %v", wc, err)
 		}
 		t.Logf("rping's first SEND: %d bytes", wc.ByteLen)

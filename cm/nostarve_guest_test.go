@@ -298,7 +298,7 @@ func TestGuestNoStarve(t *testing.T) {
 				return err
 			}
 			wc, err := waitCompletion(cctx, q.SendCQ, q.SendChannel)
-			if err == nil && wc.Status != uverbs.WCSuccess {
+			if err == nil && wc.Status != rdma.WCSuccess {
 				err = fmt.Errorf("send completion %+v (%v)", wc, wc.Status)
 			}
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-rdma/rdmacm/rdma"
 	"io"
 	"net"
 	"os"
@@ -239,7 +240,7 @@ func (c *Conn) pollLocked() (int, error) {
 			wc := &c.wcs[i]
 			if wc.ID&recvWRID != 0 {
 				switch {
-				case wc.Status != uverbs.WCSuccess:
+				case wc.Status != rdma.WCSuccess:
 					// Flushed or failed receives end nothing by themselves
 					// (rsocket.c); the CM's disconnect or a send error does.
 				case wc.Flags&uverbs.WCWithImm == 0:
@@ -249,7 +250,7 @@ func (c *Conn) pollLocked() (int, error) {
 				}
 				continue
 			}
-			c.k.onSend(wc.ID, wc.Status == uverbs.WCSuccess, wc.Status == uverbs.WCWRFlushErr, wc.Status)
+			c.k.onSend(wc.ID, wc.Status == rdma.WCSuccess, wc.Status == rdma.WCWRFlushErr, wc.Status)
 		}
 		total += n
 		if n < len(c.wcs) {

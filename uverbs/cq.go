@@ -297,55 +297,6 @@ func (cq *CQ) RequestNotify(solicitedOnly bool) error {
 	return nil
 }
 
-// WCStatus is a work completion status (enum ib_wc_status).
-type WCStatus uint32
-
-// Work completion statuses (IBTA vol. 1 §11.6.2).
-const (
-	WCSuccess        WCStatus = 0
-	WCLocLenErr      WCStatus = 1
-	WCLocQPOpErr     WCStatus = 2
-	WCLocProtErr     WCStatus = 4
-	WCWRFlushErr     WCStatus = 5
-	WCBadRespErr     WCStatus = 7
-	WCLocAccessErr   WCStatus = 8
-	WCRemInvReqErr   WCStatus = 9
-	WCRemAccessErr   WCStatus = 10
-	WCRemOpErr       WCStatus = 11
-	WCRetryExcErr    WCStatus = 12
-	WCRNRRetryExcErr WCStatus = 13
-	WCGeneralErr     WCStatus = 21
-)
-
-var wcStatusNames = map[WCStatus]string{
-	0: "success", 1: "local length error", 2: "local QP operation error", 3: "local EE context operation error",
-	4: "local protection error", 5: "Work Request Flushed Error", 6: "memory management operation error",
-	7: "bad response error", 8: "local access error", 9: "remote invalid request error",
-	10: "remote access error", 11: "remote operation error", 12: "transport retry counter exceeded",
-	13: "RNR retry counter exceeded", 14: "local RDD violation error", 15: "remote invalid RD request",
-	16: "operation aborted", 17: "invalid EE context number", 18: "invalid EE context state",
-	19: "fatal error", 20: "response timeout error", 21: "general error",
-}
-
-func (s WCStatus) String() string {
-	if n, ok := wcStatusNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("WCStatus(%d)", uint32(s))
-}
-
-// WCOpcode is the operation a completion reports (enum ib_wc_opcode).
-type WCOpcode uint32
-
-// Completion opcodes.
-const (
-	WCSend            WCOpcode = 0
-	WCRDMAWrite       WCOpcode = 1
-	WCRDMARead        WCOpcode = 2
-	WCRecv            WCOpcode = 128
-	WCRecvRDMAWithImm WCOpcode = 129
-)
-
 // WCFlags are work completion flags (enum ib_uverbs_wc_flags).
 type WCFlags uint32
 
@@ -359,8 +310,8 @@ const (
 // WC is a work completion (struct ib_uverbs_wc).
 type WC struct {
 	ID        uint64
-	Status    WCStatus
-	Opcode    WCOpcode
+	Status    rdma.WCStatus
+	Opcode    rdma.WCOpcode
 	VendorErr uint32
 	ByteLen   uint32
 	// Imm is the immediate data in host order (valid with WCWithImm).

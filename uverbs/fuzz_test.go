@@ -45,7 +45,7 @@ func cqRingSeed(slots int, shift uint32, prod, cons uint32) []byte {
 		c := mem[rqData+i<<shift:]
 		ne.PutUint64(c[0:], uint64(0x1000+i))                    // wr_id
 		ne.PutUint32(c[8:], uint32(i%2)*5)                       // status: success, or IB_WC_WR_FLUSH_ERR
-		ne.PutUint32(c[12:], uint32(WCRecvRDMAWithImm))          // opcode
+		ne.PutUint32(c[12:], uint32(rdma.WCRecvRDMAWithImm))     // opcode
 		ne.PutUint32(c[20:], 4096)                               // byte_len
 		binary.BigEndian.PutUint32(c[24:], 0xcafe0000+uint32(i)) // imm_data
 		ne.PutUint32(c[28:], 0x11)                               // qp_num
@@ -103,7 +103,7 @@ func FuzzRxeCQPoll(f *testing.F) {
 		for i := range n {
 			c := before[rqData+int((cons+uint32(i))&mask)<<shift:][:wcSize]
 			w := wc[i]
-			if w.ID != ne.Uint64(c[0:]) || w.Status != WCStatus(ne.Uint32(c[8:])) || w.Opcode != WCOpcode(ne.Uint32(c[12:])) ||
+			if w.ID != ne.Uint64(c[0:]) || w.Status != rdma.WCStatus(ne.Uint32(c[8:])) || w.Opcode != rdma.WCOpcode(ne.Uint32(c[12:])) ||
 				w.VendorErr != ne.Uint32(c[16:]) || w.ByteLen != ne.Uint32(c[20:]) || w.Imm != binary.BigEndian.Uint32(c[24:]) ||
 				w.QPNum != ne.Uint32(c[28:]) || w.SrcQP != ne.Uint32(c[32:]) || w.Flags != WCFlags(ne.Uint32(c[36:])) ||
 				w.PKeyIndex != ne.Uint16(c[40:]) || w.SLID != ne.Uint16(c[42:]) || w.SL != c[44] ||

@@ -284,7 +284,7 @@ func waitWC(t *testing.T, r *rig, n int) []WC {
 		}
 	}
 	for _, wc := range got {
-		if wc.Status != WCSuccess {
+		if wc.Status != rdma.WCSuccess {
 			t.Fatalf("completion %+v: %v", wc, wc.Status)
 		}
 	}
@@ -418,7 +418,7 @@ func TestGuestLoopbackRC(t *testing.T) {
 			for _, wc := range wcs {
 				byID[wc.ID] = wc
 			}
-			if byID[1].Opcode != WCSend || byID[10].Opcode != WCRecv || byID[10].ByteLen != 3000 || byID[10].QPNum != b.Num() {
+			if byID[1].Opcode != rdma.WCSend || byID[10].Opcode != rdma.WCRecv || byID[10].ByteLen != 3000 || byID[10].QPNum != b.Num() {
 				t.Errorf("send completions %+v", wcs)
 			}
 			check("send", 4096, 0, 3000)
@@ -453,7 +453,7 @@ func TestGuestLoopbackRC(t *testing.T) {
 			if err := a.PostSend([]SendWR{{ID: 4, Opcode: OpRDMAWrite, Flags: SendSignaled, SGEs: []SGE{r.mr.SGE(0, 4096)}, RemoteAddr: r.mr.Addr + 4096, RKey: r.mr.RKey}}); err != nil {
 				t.Fatal(err)
 			}
-			if wc := waitWC(t, r, 1); wc[0].Opcode != WCRDMAWrite || wc[0].ID != 4 {
+			if wc := waitWC(t, r, 1); wc[0].Opcode != rdma.WCRDMAWrite || wc[0].ID != 4 {
 				t.Errorf("write completion %+v", wc)
 			}
 			check("rdma write", 4096, 0, 4096)
@@ -463,7 +463,7 @@ func TestGuestLoopbackRC(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, wc := range waitWC(t, r, 2) {
-				if wc.ID == 13 && (wc.Opcode != WCRecvRDMAWithImm || wc.Imm != 42) {
+				if wc.ID == 13 && (wc.Opcode != rdma.WCRecvRDMAWithImm || wc.Imm != 42) {
 					t.Errorf("write-imm receive %+v", wc)
 				}
 			}
@@ -474,7 +474,7 @@ func TestGuestLoopbackRC(t *testing.T) {
 			if err := a.PostSend([]SendWR{{ID: 6, Opcode: OpRDMARead, Flags: SendSignaled, SGEs: []SGE{r.mr.SGE(8192, 2048)}, RemoteAddr: r.mr.Addr + 4096, RKey: r.mr.RKey}}); err != nil {
 				t.Fatal(err)
 			}
-			if wc := waitWC(t, r, 1); wc[0].Opcode != WCRDMARead || wc[0].ByteLen != 2048 {
+			if wc := waitWC(t, r, 1); wc[0].Opcode != rdma.WCRDMARead || wc[0].ByteLen != 2048 {
 				t.Errorf("read completion %+v", wc)
 			}
 			check("rdma read", 8192, 4096, 2048)

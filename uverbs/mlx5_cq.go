@@ -51,10 +51,10 @@ const (
 	mlx5CQArmDB         = 1
 )
 
-// ibv_wc_status values not in WCStatus's named set.
+// ibv_wc_status values not in rdma.WCStatus's named set.
 const (
-	wcMWBindErr  WCStatus = 6
-	wcRemAbortEr WCStatus = 16
+	wcMWBindErr  rdma.WCStatus = 6
+	wcRemAbortEr rdma.WCStatus = 16
 )
 
 // mlx5CQ is struct mlx5_cq for the default CQ.
@@ -332,7 +332,7 @@ func (c *mlx5CQ) parse(e []byte, w *WC) bool {
 		ctr := be16(e, cqeWQECounter)
 		idx := uint32(ctr) & (wq.wqeCnt - 1)
 		mlx5GoodReq(w, e)
-		var st WCStatus
+		var st rdma.WCStatus
 		if e[cqeOpOwn]&mlx5InlineScatter32 != 0 {
 			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e), int(w.ByteLen))
 		} else if e[cqeOpOwn]&mlx5InlineScatter64 != 0 {
@@ -389,16 +389,16 @@ func (c *mlx5CQ) cqeOff(e []byte) int {
 // leave the WC as it is (opcode 0, no flags), as the switch in libmlx5
 // does. A table, not a switch: one load on the data path.
 var mlx5ReqWC = func() (t [256]struct {
-	op    WCOpcode
+	op    rdma.WCOpcode
 	flags WCFlags
 	len   uint8
 }) {
-	t[mlx5OpcodeRDMAWriteImm].op, t[mlx5OpcodeRDMAWriteImm].flags = WCRDMAWrite, WCWithImm
-	t[mlx5OpcodeRDMAWrite].op = WCRDMAWrite
-	t[mlx5OpcodeSendImm].op, t[mlx5OpcodeSendImm].flags = WCSend, WCWithImm
-	t[mlx5OpcodeSend].op = WCSend
-	t[mlx5OpcodeSendInval].op = WCSend
-	t[mlx5OpcodeRDMARead].op, t[mlx5OpcodeRDMARead].len = WCRDMARead, mlx5ReqLenCQE
+	t[mlx5OpcodeRDMAWriteImm].op, t[mlx5OpcodeRDMAWriteImm].flags = rdma.WCRDMAWrite, WCWithImm
+	t[mlx5OpcodeRDMAWrite].op = rdma.WCRDMAWrite
+	t[mlx5OpcodeSendImm].op, t[mlx5OpcodeSendImm].flags = rdma.WCSend, WCWithImm
+	t[mlx5OpcodeSend].op = rdma.WCSend
+	t[mlx5OpcodeSendInval].op = rdma.WCSend
+	t[mlx5OpcodeRDMARead].op, t[mlx5OpcodeRDMARead].len = rdma.WCRDMARead, mlx5ReqLenCQE
 	t[mlx5OpcodeAtomicCS].op, t[mlx5OpcodeAtomicCS].len = 3, 8 // IBV_WC_COMP_SWAP
 	t[mlx5OpcodeAtomicFA].op, t[mlx5OpcodeAtomicFA].len = 4, 8 // IBV_WC_FETCH_ADD
 	t[mlx5OpcodeTSO].op = 7                                    // IBV_WC_TSO
@@ -422,38 +422,38 @@ func mlx5GoodReq(w *WC, e []byte) {
 }
 
 // responder is handle_responder (no SRQ).
-func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) WCStatus {
+func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) rdma.WCStatus {
 	w.ByteLen = be32(e, cqeByteCnt)
 	wq := &q.rq
 	if wq.wqeCnt == 0 {
-		return WCGeneralErr
+		return rdma.WCGeneralErr
 	}
 	t := wq.tail.Load()
 	ctr := t & (wq.wqeCnt - 1)
 	w.ID = wq.wrid[ctr]
 	wq.tail.Store(t + 1)
-	var st WCStatus
+	var st rdma.WCStatus
 	if e[cqeOpOwn]&mlx5InlineScatter32 != 0 {
 		st = q.copyToRecvWQE(ctr, c.buf, c.cqeOff(e), int(w.ByteLen))
 	} else if e[cqeOpOwn]&mlx5InlineScatter64 != 0 {
 		st = q.copyToRecvWQE(ctr, c.buf, c.cqeOff(e)-mlx5CQESize, int(w.ByteLen))
 	}
-	if st != WCSuccess {
+	if st != rdma.WCSuccess {
 		return st
 	}
 	switch e[cqeOpOwn] >> 4 {
 	case mlx5CQERespWrImm:
-		w.Opcode = WCRecvRDMAWithImm
+		w.Opcode = rdma.WCRecvRDMAWithImm
 		w.Flags |= WCWithImm
 		w.Imm = be32(e, cqeImmInvalPKey)
 	case mlx5CQERespSend:
-		w.Opcode = WCRecv
+		w.Opcode = rdma.WCRecv
 	case mlx5CQERespSendImm:
-		w.Opcode = WCRecv
+		w.Opcode = rdma.WCRecv
 		w.Flags |= WCWithImm
 		w.Imm = be32(e, cqeImmInvalPKey)
 	case mlx5CQERespSendInv:
-		w.Opcode = WCRecv
+		w.Opcode = rdma.WCRecv
 		w.Flags |= WCWithInv
 		w.Imm = be32(e, cqeImmInvalPKey) // invalidated_rkey shares imm_data
 	}
@@ -466,40 +466,40 @@ func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) WCStatus {
 		w.Flags |= WCWithGRH
 	}
 	w.PKeyIndex = uint16(be32(e, cqeImmInvalPKey) & 0xffff)
-	return WCSuccess
+	return rdma.WCSuccess
 }
 
 // mlx5ErrorStatus is mlx5_handle_error_cqe.
-func mlx5ErrorStatus(syndrome uint8) WCStatus {
+func mlx5ErrorStatus(syndrome uint8) rdma.WCStatus {
 	switch syndrome {
 	case 0x01:
-		return WCLocLenErr
+		return rdma.WCLocLenErr
 	case 0x02:
-		return WCLocQPOpErr
+		return rdma.WCLocQPOpErr
 	case 0x04:
-		return WCLocProtErr
+		return rdma.WCLocProtErr
 	case 0x05:
-		return WCWRFlushErr
+		return rdma.WCWRFlushErr
 	case 0x06:
 		return wcMWBindErr
 	case 0x10:
-		return WCBadRespErr
+		return rdma.WCBadRespErr
 	case 0x11:
-		return WCLocAccessErr
+		return rdma.WCLocAccessErr
 	case 0x12:
-		return WCRemInvReqErr
+		return rdma.WCRemInvReqErr
 	case 0x13:
-		return WCRemAccessErr
+		return rdma.WCRemAccessErr
 	case 0x14:
-		return WCRemOpErr
+		return rdma.WCRemOpErr
 	case 0x15:
-		return WCRetryExcErr
+		return rdma.WCRetryExcErr
 	case 0x16:
-		return WCRNRRetryExcErr
+		return rdma.WCRNRRetryExcErr
 	case 0x22:
 		return wcRemAbortEr
 	}
-	return WCGeneralErr
+	return rdma.WCGeneralErr
 }
 
 // arm is mlx5_arm_cq: the ARM doorbell record, then one 64-bit

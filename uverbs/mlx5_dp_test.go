@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/go-rdma/rdmacm/rdma"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -244,17 +245,17 @@ func TestMLX5PollOpcodes(t *testing.T) {
 		want    WC
 		extra   func([]byte)
 	}{
-		{mlx5CQEReq, mlx5OpcodeSend, 0, WC{ID: 1, Opcode: WCSend, QPNum: 0x123}, nil},
-		{mlx5CQEReq, mlx5OpcodeRDMARead, 1, WC{ID: 2, Opcode: WCRDMARead, ByteLen: 8, QPNum: 0x123}, nil},
-		{mlx5CQERespSend, 0, 0, WC{ID: 100, Opcode: WCRecv, ByteLen: 8, QPNum: 0x123, SrcQP: 0x55, SL: 3, Flags: WCWithGRH, SLID: 9, PKeyIndex: 0xbeef, DLIDPathBits: 1},
+		{mlx5CQEReq, mlx5OpcodeSend, 0, WC{ID: 1, Opcode: rdma.WCSend, QPNum: 0x123}, nil},
+		{mlx5CQEReq, mlx5OpcodeRDMARead, 1, WC{ID: 2, Opcode: rdma.WCRDMARead, ByteLen: 8, QPNum: 0x123}, nil},
+		{mlx5CQERespSend, 0, 0, WC{ID: 100, Opcode: rdma.WCRecv, ByteLen: 8, QPNum: 0x123, SrcQP: 0x55, SL: 3, Flags: WCWithGRH, SLID: 9, PKeyIndex: 0xbeef, DLIDPathBits: 1},
 			func(e []byte) {
 				binary.BigEndian.PutUint32(e[cqeFlagsRQPN:], 1<<28|3<<24|0x55)
 				e[cqeSLID+1] = 9
 				e[cqeMLPath] = 0x81
 			}},
-		{mlx5CQERespSendImm, 0, 0, WC{ID: 101, Opcode: WCRecv, ByteLen: 8, Imm: 0xdeadbeef, QPNum: 0x123, Flags: WCWithImm, PKeyIndex: 0xbeef}, nil},
-		{mlx5CQERespWrImm, 0, 0, WC{ID: 102, Opcode: WCRecvRDMAWithImm, ByteLen: 8, Imm: 0xdeadbeef, QPNum: 0x123, Flags: WCWithImm, PKeyIndex: 0xbeef}, nil},
-		{mlx5CQERespErr, 0, 0, WC{ID: 103, Status: WCWRFlushErr, VendorErr: 0x44, QPNum: 0x123},
+		{mlx5CQERespSendImm, 0, 0, WC{ID: 101, Opcode: rdma.WCRecv, ByteLen: 8, Imm: 0xdeadbeef, QPNum: 0x123, Flags: WCWithImm, PKeyIndex: 0xbeef}, nil},
+		{mlx5CQERespWrImm, 0, 0, WC{ID: 102, Opcode: rdma.WCRecvRDMAWithImm, ByteLen: 8, Imm: 0xdeadbeef, QPNum: 0x123, Flags: WCWithImm, PKeyIndex: 0xbeef}, nil},
+		{mlx5CQERespErr, 0, 0, WC{ID: 103, Status: rdma.WCWRFlushErr, VendorErr: 0x44, QPNum: 0x123},
 			func(e []byte) { e[cqeSyndrome] = 0x05; e[cqeVendorErrSynd] = 0x44 }},
 	} {
 		f.putCQE(ci, tc.op, tc.sop, tc.ctr, 8, 0xdeadbeef, tc.extra)
@@ -268,7 +269,7 @@ func TestMLX5PollOpcodes(t *testing.T) {
 		}
 	}
 	// Every syndrome.
-	for syn, st := range map[uint8]WCStatus{1: 1, 2: 2, 4: 4, 5: 5, 6: 6, 0x10: 7, 0x11: 8, 0x12: 9, 0x13: 10, 0x14: 11, 0x15: 12, 0x16: 13, 0x22: 16, 0x99: 21} {
+	for syn, st := range map[uint8]rdma.WCStatus{1: 1, 2: 2, 4: 4, 5: 5, 6: 6, 0x10: 7, 0x11: 8, 0x12: 9, 0x13: 10, 0x14: 11, 0x15: 12, 0x16: 13, 0x22: 16, 0x99: 21} {
 		if got := mlx5ErrorStatus(syn); got != st {
 			t.Errorf("syndrome %#x: %d want %d", syn, got, st)
 		}

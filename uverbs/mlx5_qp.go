@@ -981,9 +981,9 @@ func (m *mlx5QP) recvErr(i, n int, base error, errno unix.Errno, why string) err
 // segments at off of buf. src is bounded to the CQ buffer (libmlx5 reads
 // whatever follows the CQE); bytes past it count as missing
 // (IBV_WC_LOC_LEN_ERR).
-func (m *mlx5QP) copyToScat(buf []byte, off int, src []byte, size, maxSeg int) (WCStatus, int) {
+func (m *mlx5QP) copyToScat(buf []byte, off int, src []byte, size, maxSeg int) (rdma.WCStatus, int) {
 	if size == 0 {
-		return WCSuccess, 0
+		return rdma.WCSuccess, 0
 	}
 	done := 0
 	for i := 0; i < maxSeg; i++ {
@@ -993,18 +993,18 @@ func (m *mlx5QP) copyToScat(buf []byte, off int, src []byte, size, maxSeg int) (
 		c := min(size, int(be32(buf, off)))
 		if be32(buf, off+4) != mlx5InvalidLKey && c > 0 { // dump_fill_mkey default
 			if done+c > len(src) {
-				return WCLocLenErr, done
+				return rdma.WCLocLenErr, done
 			}
 			copy(memAt(binary.BigEndian.Uint64(buf[off+8:]), c), src[done:done+c])
 		}
 		size -= c
 		done += c
 		if size == 0 {
-			return WCSuccess, done
+			return rdma.WCSuccess, done
 		}
 		off += mlx5DataSegSize
 	}
-	return WCLocLenErr, done
+	return rdma.WCLocLenErr, done
 }
 
 // cqeSrc bounds a scatter source at off of the CQ buffer.
@@ -1016,9 +1016,9 @@ func cqeSrc(cqbuf []byte, off int) []byte {
 }
 
 // copyToRecvWQE is mlx5_copy_to_recv_wqe.
-func (m *mlx5QP) copyToRecvWQE(idx uint32, cqbuf []byte, off, size int) WCStatus {
+func (m *mlx5QP) copyToRecvWQE(idx uint32, cqbuf []byte, off, size int) rdma.WCStatus {
 	if m.mem == nil {
-		return WCGeneralErr
+		return rdma.WCGeneralErr
 	}
 	maxSeg := 1 << (m.rq.wqeShift - 4)
 	st, _ := m.copyToScat(m.mem, m.rq.offset+int(idx)<<m.rq.wqeShift, cqeSrc(cqbuf, off), size, maxSeg)
@@ -1026,14 +1026,14 @@ func (m *mlx5QP) copyToRecvWQE(idx uint32, cqbuf []byte, off, size int) WCStatus
 }
 
 // copyToSendWQE is mlx5_copy_to_send_wqe (RDMA READ on RC only).
-func (m *mlx5QP) copyToSendWQE(idx uint32, cqbuf []byte, off, size int) WCStatus {
+func (m *mlx5QP) copyToSendWQE(idx uint32, cqbuf []byte, off, size int) rdma.WCStatus {
 	if m.sqBuf == nil || m.sq.wqeCnt == 0 {
-		return WCGeneralErr
+		return rdma.WCGeneralErr
 	}
 	idx &= m.sq.wqeCnt - 1
 	ctrl := int(idx) << mlx5SendWQEShift
 	if m.typ != qp.RC {
-		return WCGeneralErr
+		return rdma.WCGeneralErr
 	}
 	buf := m.sqBuf
 	p := ctrl + mlx5CtrlSize
@@ -1043,20 +1043,20 @@ func (m *mlx5QP) copyToSendWQE(idx uint32, cqbuf []byte, off, size int) WCStatus
 	case mlx5OpcodeAtomicCS, mlx5OpcodeAtomicFA:
 		p += mlx5RaddrSize + 16
 	default:
-		return WCRemInvReqErr
+		return rdma.WCRemInvReqErr
 	}
 	maxSeg := int(be32(buf, ctrl+4)&0x3f) - (p-ctrl)>>4
 	src := cqeSrc(cqbuf, off)
 	if p+maxSeg*mlx5DataSegSize > len(buf) {
 		tmp := (len(buf) - p) >> 4
 		st, done := m.copyToScat(buf, p, src, size, tmp)
-		if st == WCSuccess {
-			return WCSuccess
+		if st == rdma.WCSuccess {
+			return rdma.WCSuccess
 		}
 		maxSeg -= tmp
 		size -= done
 		if done > len(src) {
-			return WCLocLenErr
+			return rdma.WCLocLenErr
 		}
 		src = src[done:]
 		p = 0

@@ -254,7 +254,7 @@ func (c *rxeCQ) poll(wc []WC) int {
 	for n < len(wc) && cons != prod {
 		w := (*abi.UverbsWC)(q.slot(cons))
 		wc[n] = WC{
-			ID: w.WrID, Status: WCStatus(w.Status), Opcode: WCOpcode(w.Opcode), VendorErr: w.VendorErr,
+			ID: w.WrID, Status: rdma.WCStatus(w.Status), Opcode: rdma.WCOpcode(w.Opcode), VendorErr: w.VendorErr,
 			ByteLen: w.ByteLen, Imm: binary.BigEndian.Uint32(w.ImmData[:]), QPNum: w.QPNum, SrcQP: w.SrcQP,
 			Flags: WCFlags(w.WCFlags), PKeyIndex: w.PkeyIndex, SLID: w.SLID, SL: w.SL,
 			DLIDPathBits: w.DLIDPathBits, PortNum: w.PortNum,

@@ -8,6 +8,7 @@ package uverbs
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/go-rdma/rdmacm/rdma"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -199,7 +200,7 @@ func TestRxePollCQ(t *testing.T) {
 	}
 	ne.PutUint32(mem[128:], 1)
 	n := cq.poll(wc[:2])
-	if n != 2 || wc[0].ID != 10 || wc[1].ID != 11 || wc[0].Opcode != WCRecvRDMAWithImm || wc[0].ByteLen != 42 || wc[1].Imm != 0xcafe0001 || wc[0].QPNum != 0x11 {
+	if n != 2 || wc[0].ID != 10 || wc[1].ID != 11 || wc[0].Opcode != rdma.WCRecvRDMAWithImm || wc[0].ByteLen != 42 || wc[1].Imm != 0xcafe0001 || wc[0].QPNum != 0x11 {
 		t.Fatalf("poll: %d %+v", n, wc[:2])
 	}
 	if ne.Uint32(mem[256:]) != 0 {

@@ -218,19 +218,19 @@ func (pc *pingConn) next(ctx context.Context) (uverbs.WC, error) {
 
 // await returns the next completion of the wanted opcode; receives are
 // re-posted, send completions skipped.
-func (pc *pingConn) await(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, error) {
+func (pc *pingConn) await(ctx context.Context, want rdma.WCOpcode) (uverbs.WC, error) {
 	for {
 		wc, err := pc.next(ctx)
 		if err != nil {
 			return wc, err
 		}
-		if wc.Status != uverbs.WCSuccess {
-			if wc.Status == uverbs.WCWRFlushErr {
+		if wc.Status != rdma.WCSuccess {
+			if wc.Status == rdma.WCWRFlushErr {
 				return wc, errDisconnected
 			}
 			return wc, fmt.Errorf("cq completion failed status %d (%v)", wc.Status, wc.Status)
 		}
-		if wc.Opcode == uverbs.WCRecv {
+		if wc.Opcode == rdma.WCRecv {
 			if wc.ByteLen != infoSize {
 				return wc, fmt.Errorf("received bogus data, size %d", wc.ByteLen)
 			}
@@ -395,14 +395,14 @@ func (pc *pingConn) runClient(ctx context.Context) (*rttStats, error) {
 			return stats, err
 		}
 		// The server read the start buffer.
-		if _, err := pc.await(ctx, uverbs.WCRecv); err != nil {
+		if _, err := pc.await(ctx, rdma.WCRecv); err != nil {
 			return stats, err
 		}
 		if err := pc.advertise(pc.rdmaMR); err != nil {
 			return stats, err
 		}
 		// The server wrote the result buffer.
-		if _, err := pc.await(ctx, uverbs.WCRecv); err != nil {
+		if _, err := pc.await(ctx, rdma.WCRecv); err != nil {
 			return stats, err
 		}
 		stats.add(time.Since(t0))
@@ -546,7 +546,7 @@ func (pc *pingConn) runServer(ctx context.Context) (int, error) {
 	n := 0
 	for {
 		// The client advertises its start buffer.
-		if _, err := pc.await(ctx, uverbs.WCRecv); err != nil {
+		if _, err := pc.await(ctx, rdma.WCRecv); err != nil {
 			return n, err
 		}
 		addr, rkey, size := pc.remote()
@@ -556,7 +556,7 @@ func (pc *pingConn) runServer(ctx context.Context) (int, error) {
 		if err := pc.rdma(uverbs.OpRDMARead, int(size), addr, rkey); err != nil {
 			return n, err
 		}
-		if _, err := pc.await(ctx, uverbs.WCRDMARead); err != nil {
+		if _, err := pc.await(ctx, rdma.WCRDMARead); err != nil {
 			return n, err
 		}
 		if pc.a.cfg.verbose {
@@ -566,7 +566,7 @@ func (pc *pingConn) runServer(ctx context.Context) (int, error) {
 			return n, err
 		}
 		// The client advertises its result buffer.
-		if _, err := pc.await(ctx, uverbs.WCRecv); err != nil {
+		if _, err := pc.await(ctx, rdma.WCRecv); err != nil {
 			return n, err
 		}
 		addr, rkey, _ = pc.remote()
@@ -574,7 +574,7 @@ func (pc *pingConn) runServer(ctx context.Context) (int, error) {
 		if err := pc.rdma(uverbs.OpRDMAWrite, length, addr, rkey); err != nil {
 			return n, err
 		}
-		if _, err := pc.await(ctx, uverbs.WCRDMAWrite); err != nil {
+		if _, err := pc.await(ctx, rdma.WCRDMAWrite); err != nil {
 			return n, err
 		}
 		if err := pc.send(); err != nil {

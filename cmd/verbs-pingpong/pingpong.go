@@ -376,7 +376,7 @@ func run(o options, stdout io.Writer) (result, error) {
 		}
 		for i := 0; i < ne; i++ {
 			w := &wc[i]
-			if w.Status != uverbs.WCSuccess {
+			if w.Status != rdma.WCSuccess {
 				return res, fmt.Errorf("failed status %s (%d) for wr_id %d", w.Status, w.Status, w.ID)
 			}
 			switch w.ID {

@@ -105,7 +105,7 @@ func (e *endpoint) poll(ctx context.Context) (uverbs.WC, error) {
 			return uverbs.WC{}, err
 		}
 		if n == 1 {
-			if wc[0].Status != uverbs.WCSuccess {
+			if wc[0].Status != rdma.WCSuccess {
 				return wc[0], fmt.Errorf("completion %d: %v", wc[0].ID, wc[0].Status)
 			}
 			return wc[0], nil

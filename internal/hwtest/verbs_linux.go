@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-rdma/rdmacm/rdma"
 	"time"
 
 	"github.com/go-rdma/rdmacm/ece"
@@ -231,7 +232,7 @@ func (l *loop) wait(ctx context.Context, n int) (map[uint64]uverbs.WC, error) {
 			}
 		}
 		for _, wc := range buf[:k] {
-			if wc.Status != uverbs.WCSuccess {
+			if wc.Status != rdma.WCSuccess {
 				return got, fmt.Errorf("completion of WR %d: %v (vendor error %#x)", wc.ID, wc.Status, wc.VendorErr)
 			}
 			got[wc.ID] = wc
@@ -295,10 +296,10 @@ func opSend(ctx context.Context, l *loop) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rc := wcs[10]; rc.Opcode != uverbs.WCRecv || rc.ByteLen != 3000 || rc.QPNum != l.b.Num() {
+	if rc := wcs[10]; rc.Opcode != rdma.WCRecv || rc.ByteLen != 3000 || rc.QPNum != l.b.Num() {
 		return "", fmt.Errorf("receive completion %+v", rc)
 	}
-	if sc := wcs[1]; sc.Opcode != uverbs.WCSend {
+	if sc := wcs[1]; sc.Opcode != rdma.WCSend {
 		return "", fmt.Errorf("send completion %+v", sc)
 	}
 	return "3000 bytes in 2 SGEs, data checked", l.same("send", 4096, 0, 3000)
@@ -314,7 +315,7 @@ func opWrite(ctx context.Context, l *loop) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if wc := wcs[4]; wc.Opcode != uverbs.WCRDMAWrite {
+	if wc := wcs[4]; wc.Opcode != rdma.WCRDMAWrite {
 		return "", fmt.Errorf("completion %+v", wc)
 	}
 	return "4096 bytes, data checked", l.same("rdma write", 4096, 0, 4096)
@@ -333,7 +334,7 @@ func opWriteImm(ctx context.Context, l *loop) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if wc := wcs[13]; wc.Opcode != uverbs.WCRecvRDMAWithImm || wc.Flags&uverbs.WCWithImm == 0 || wc.Imm != 0x2a {
+	if wc := wcs[13]; wc.Opcode != rdma.WCRecvRDMAWithImm || wc.Flags&uverbs.WCWithImm == 0 || wc.Imm != 0x2a {
 		return "", fmt.Errorf("receive completion %+v", wc)
 	}
 	return "100 bytes + immediate 0x2a, data checked", l.same("rdma write with imm", 4096, 0, 100)
@@ -349,7 +350,7 @@ func opRead(ctx context.Context, l *loop) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if wc := wcs[6]; wc.Opcode != uverbs.WCRDMARead || wc.ByteLen != 2048 {
+	if wc := wcs[6]; wc.Opcode != rdma.WCRDMARead || wc.ByteLen != 2048 {
 		return "", fmt.Errorf("completion %+v", wc)
 	}
 	return "2048 bytes, data checked", l.same("rdma read", 8192, 4096, 2048)

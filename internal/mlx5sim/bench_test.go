@@ -378,7 +378,7 @@ func (g *goRig) iterations(bc *benchCase, k int) {
 		// A pointer walk, as gcc makes of bench.c's indexed loop.
 		w := unsafe.Pointer(&wc[0])
 		for i := range len(wc) {
-			if (*uverbs.WC)(w).Status != uverbs.WCSuccess || (*uverbs.WC)(w).ID != uint64(i) {
+			if (*uverbs.WC)(w).Status != rdma.WCSuccess || (*uverbs.WC)(w).ID != uint64(i) {
 				panic(badCompletion(i, wc))
 			}
 			w = unsafe.Add(w, unsafe.Sizeof(uverbs.WC{}))

@@ -205,7 +205,7 @@ func (s *UDSend) reap() error {
 			return err
 		}
 		for i := range n {
-			if s.wc[i].Status != uverbs.WCSuccess {
+			if s.wc[i].Status != rdma.WCSuccess {
 				return fmt.Errorf("umad: UD send completion: %v", s.wc[i].Status)
 			}
 			a := s.posted[0]
