@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
-	"github.com/go-rdma/rdmacm/internal/errfmt"
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
@@ -221,7 +220,7 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 		case e.typ == cm.EventTimewaitExit, e.typ == cm.EventAddrChange:
 			continue
 		case e.err != nil:
-			return e, errfmt.Wrap("rdmacm", "", e.err) // cm's error names the event or the connect
+			return e, wrapErr("", e.err) // cm's error names the event or the connect
 		case e.typ == cm.EventEstablished && want == cm.EventConnectResponse:
 			continue
 		default:
@@ -481,7 +480,7 @@ func (ep *Endpoint) start() {
 				ep.id.Disconnect(context.Background())
 				ep.dreqOnce.Do(func() { close(ep.dreq) })
 			case cm.EventDeviceRemoval, cm.EventConnectError, cm.EventUnreachable, cm.EventRejected:
-				ep.end(errfmt.Wrap("rdmacm", "", evErr))
+				ep.end(wrapErr("", evErr))
 			}
 		}
 	}()
