@@ -50,9 +50,10 @@ func UcmaReadABIVersion() (int, error) {
 	return 0, firstErr
 }
 
-// UcmaWarmScratch maps n command pages (mapScratchPage) and keeps them for the commands to come (at most scratchKeep in all),
-// so that the channel's first commands (create id, the event reader's
-// GET_EVENT) map nothing.
+// UcmaWarmScratch maps n command pages (mapScratchPage) and keeps them
+// for the commands to come (at most scratchKeep in all), so that the
+// channel's first commands (create id, the event reader's GET_EVENT) map
+// nothing.
 func UcmaWarmScratch(n int) {
 	for range n {
 		if scratchKept() >= min(n, scratchKeep) {
