@@ -110,16 +110,15 @@ func (e *Engine) insertRemoteQPN(c *conn) *conn {
 
 // removeRemote is cm_remove_remote.
 func (e *Engine) removeRemote(c *conn) {
+	// An ID in a table is the entry under its key (checkInvariants):
+	// insert never replaces an entry and the key fields do not change
+	// while the ID is in.
 	if c.inRemoteID {
-		if e.remoteIDs[c.key()] == c {
-			delete(e.remoteIDs, c.key())
-		}
+		delete(e.remoteIDs, c.key())
 		c.inRemoteID = false
 	}
 	if c.inRemoteQPN {
-		if e.remoteQPNs[c.qpnKey()] == c {
-			delete(e.remoteQPNs, c.qpnKey())
-		}
+		delete(e.remoteQPNs, c.qpnKey())
 		c.inRemoteQPN = false
 	}
 }

@@ -40,6 +40,13 @@ type Engine struct {
 	now     int64
 	base    time.Time
 	hasBase bool
+	// lastNow is the latest input's time as given: a caller that passes
+	// one timestamp to several calls skips the conversion.
+	lastNow time.Time
+	// dlNs and dlTime cache Deadline's conversion; the earliest timer
+	// stays the same over most calls.
+	dlNs   int64
+	dlTime time.Time
 
 	// conns holds every ID by local ID: connections, listeners, SIDR
 	// exchanges, and destroyed IDs still in TimeWait.
@@ -58,7 +65,10 @@ type Engine struct {
 	ready  Ready
 	arena  []byte
 	msgs   []*[mad.MADSize]byte // free list of retransmit buffers
-	free   []*conn              // free list of conn structs
+	// free holds released conn structs for reuse: a burst of TimeWait
+	// exits is then reused by the next burst of connections instead of
+	// being garbage. Tick trims it to the live count plus minFree.
+	free []*conn
 
 	stats Stats
 	// scratch holds the message structs whose encoders take an interface
@@ -164,10 +174,13 @@ func (e *Engine) Ready() *Ready {
 
 // Deadline returns when Tick must next be called, or the zero time.
 func (e *Engine) Deadline() time.Time {
-	if len(e.timers) > 0 {
-		return e.base.Add(time.Duration(e.timers[0].deadline))
+	if len(e.timers) == 0 {
+		return time.Time{}
 	}
-	return time.Time{}
+	if d := e.timers[0].deadline; d != e.dlNs || e.dlTime.IsZero() {
+		e.dlNs, e.dlTime = d, e.base.Add(time.Duration(d))
+	}
+	return e.dlTime
 }
 
 // Advance acknowledges the last Ready: its slices are reused.
@@ -182,6 +195,10 @@ func (e *Engine) Advance() {
 }
 
 func (e *Engine) setNow(now time.Time) {
+	if e.hasBase && now == e.lastNow {
+		return // the same instant as the previous input
+	}
+	e.lastNow = now
 	if !e.hasBase {
 		e.base, e.hasBase = now, true
 	}
@@ -194,6 +211,7 @@ func (e *Engine) setNow(now time.Time) {
 // TimeWait exits.
 func (e *Engine) Tick(now time.Time) {
 	e.setNow(now)
+	e.trimFree()
 	for len(e.timers) > 0 && e.timers[0].deadline <= e.now {
 		c := e.timers[0]
 		e.timers.remove(c)
@@ -222,14 +240,28 @@ func (e *Engine) newConn(state State) (*conn, error) {
 	}
 	var c *conn
 	if n := len(e.free); n > 0 {
-		c = e.free[n-1]
+		c = e.free[n-1] // zeroed by release
+		e.free[n-1] = nil
 		e.free = e.free[:n-1]
 	} else {
-		c = new(conn)
+		c = &conn{heapIdx: -1}
 	}
-	*c = conn{localID: id, state: state, heapIdx: -1, qpType: 0}
+	c.localID, c.state = id, state
 	e.conns[id] = c
 	return c, nil
+}
+
+// minFree is how many spare conn structs the free list keeps at least.
+const minFree = 1024
+
+// trimFree drops spare conn structs beyond the live IDs plus minFree, so
+// the free list shrinks again after a burst. It runs before Tick's
+// releases: those then refill it for the connections that follow.
+func (e *Engine) trimFree() {
+	if n := len(e.conns) + minFree; len(e.free) > n {
+		clear(e.free[n:])
+		e.free = e.free[:n]
+	}
 }
 
 // release forgets c entirely; its ID becomes free.
@@ -255,9 +287,7 @@ func (e *Engine) release(c *conn) {
 	}
 	delete(e.conns, c.localID)
 	*c = conn{heapIdx: -1}
-	if len(e.free) < 1024 {
-		e.free = append(e.free, c)
-	}
+	e.free = append(e.free, c)
 }
 
 func (e *Engine) lookup(op string, id ID) (*conn, error) {
