@@ -239,7 +239,7 @@ func (e *Engine) unpend(c *conn) {
 		return
 	}
 	c.pending = false
-	if l := e.conns[c.parent]; l != nil && l.listen != nil {
+	if l := e.conns.get(c.parent); l != nil && l.listen != nil {
 		l.listen.pending--
 	}
 }

@@ -50,7 +50,7 @@ type Engine struct {
 
 	// conns holds every ID by local ID: connections, listeners, SIDR
 	// exchanges, and destroyed IDs still in TimeWait.
-	conns map[uint32]*conn
+	conns idTable
 	// remoteIDs and remoteQPNs are the kernel's remote_id_table and
 	// remote_qp_table: connections from REQ or REP receipt until TimeWait
 	// or IDLE (duplicate and stale detection).
@@ -132,7 +132,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return &Engine{
 		cfg:        cfg,
-		conns:      make(map[uint32]*conn),
+		conns:      newIDTable(),
 		remoteIDs:  make(map[remoteKey]*conn),
 		remoteQPNs: make(map[remoteKey]*conn),
 		listeners:  make(map[uint64]*conn),
@@ -145,14 +145,14 @@ func (e *Engine) Stats() Stats { return e.stats }
 
 // Len returns how many IDs the engine holds, destroyed IDs in TimeWait
 // included.
-func (e *Engine) Len() int { return len(e.conns) }
+func (e *Engine) Len() int { return e.conns.len() }
 
 // Timers returns how many timers are armed.
 func (e *Engine) Timers() int { return len(e.timers) }
 
 // State returns the state of an ID.
 func (e *Engine) State(id ID) (State, bool) {
-	c := e.conns[uint32(id)]
+	c := e.conns.get(uint32(id))
 	if c == nil || c.destroyed {
 		return 0, false
 	}
@@ -226,7 +226,7 @@ func (e *Engine) allocID() (uint32, error) {
 		if id == 0 {
 			continue
 		}
-		if _, used := e.conns[id]; !used {
+		if e.conns.get(id) == nil {
 			return id, nil
 		}
 	}
@@ -247,7 +247,7 @@ func (e *Engine) newConn(state State) (*conn, error) {
 		c = &conn{heapIdx: -1}
 	}
 	c.localID, c.state = id, state
-	e.conns[id] = c
+	e.conns.put(c)
 	return c, nil
 }
 
@@ -258,7 +258,7 @@ const minFree = 1024
 // the free list shrinks again after a burst. It runs before Tick's
 // releases: those then refill it for the connections that follow.
 func (e *Engine) trimFree() {
-	if n := len(e.conns) + minFree; len(e.free) > n {
+	if n := e.conns.len() + minFree; len(e.free) > n {
 		clear(e.free[n:])
 		e.free = e.free[:n]
 	}
@@ -281,17 +281,17 @@ func (e *Engine) release(c *conn) {
 		delete(e.listeners, c.serviceID)
 	}
 	if c.parent != 0 {
-		if l := e.conns[c.parent]; l != nil && l.listen != nil && c.pending {
+		if l := e.conns.get(c.parent); l != nil && l.listen != nil && c.pending {
 			l.listen.pending--
 		}
 	}
-	delete(e.conns, c.localID)
+	e.conns.remove(c.localID)
 	*c = conn{heapIdx: -1}
 	e.free = append(e.free, c)
 }
 
 func (e *Engine) lookup(op string, id ID) (*conn, error) {
-	c := e.conns[uint32(id)]
+	c := e.conns.get(uint32(id))
 	if c == nil || c.destroyed {
 		return nil, opError(op, id, ErrUnknownID)
 	}
@@ -302,7 +302,7 @@ func (e *Engine) lookup(op string, id ID) (*conn, error) {
 // cm_acquire_id: by local ID, and the remote ID must match (0 while the
 // peer's ID is unknown).
 func (e *Engine) acquire(localID, remoteID uint32) *conn {
-	c := e.conns[localID]
+	c := e.conns.get(localID)
 	if c == nil || c.destroyed || c.listen != nil || c.remoteID != remoteID {
 		return nil
 	}

@@ -18,9 +18,15 @@ func hasMsg(s State) bool {
 // input; it returns the first violation.
 func (e *Engine) CheckInvariants() error {
 	pending := map[uint32]int{}
-	for id, c := range e.conns {
-		if id != c.localID {
-			return fmt.Errorf("ID %#x stored under %#x", c.localID, id)
+	n := 0
+	for _, c := range e.conns.slots {
+		if c == nil {
+			continue
+		}
+		n++
+		id := c.localID
+		if e.conns.get(id) != c {
+			return fmt.Errorf("ID %#x not found under its ID", id)
 		}
 		if (c.msg != nil) != hasMsg(c.state) {
 			return fmt.Errorf("ID %#x in %v: outstanding MAD %v", id, c.state, c.msg != nil)
@@ -51,23 +57,26 @@ func (e *Engine) CheckInvariants() error {
 			pending[c.parent]++
 		}
 	}
+	if n != e.conns.len() {
+		return fmt.Errorf("ID table counts %d IDs, holds %d", e.conns.len(), n)
+	}
 	for k, c := range e.remoteIDs {
-		if e.conns[c.localID] != c || !c.inRemoteID || c.key() != k {
+		if e.conns.get(c.localID) != c || !c.inRemoteID || c.key() != k {
 			return fmt.Errorf("remote ID entry %v stale", k)
 		}
 	}
 	for k, c := range e.remoteQPNs {
-		if e.conns[c.localID] != c || !c.inRemoteQPN || c.qpnKey() != k {
+		if e.conns.get(c.localID) != c || !c.inRemoteQPN || c.qpnKey() != k {
 			return fmt.Errorf("remote QPN entry %v stale", k)
 		}
 	}
 	for k, c := range e.sidrRemote {
-		if e.conns[c.localID] != c || !c.sidrIn || c.sidrKey != k {
+		if e.conns.get(c.localID) != c || !c.sidrIn || c.sidrKey != k {
 			return fmt.Errorf("SIDR entry %v stale", k)
 		}
 	}
 	for sid, c := range e.listeners {
-		if e.conns[c.localID] != c || c.listen == nil || c.serviceID != sid {
+		if e.conns.get(c.localID) != c || c.listen == nil || c.serviceID != sid {
 			return fmt.Errorf("listener for %#x stale", sid)
 		}
 		if c.listen.pending != pending[c.localID] {
@@ -75,7 +84,7 @@ func (e *Engine) CheckInvariants() error {
 		}
 	}
 	for i, c := range e.timers {
-		if int(c.heapIdx) != i || e.conns[c.localID] != c {
+		if int(c.heapIdx) != i || e.conns.get(c.localID) != c {
 			return fmt.Errorf("timer %d: stale entry", i)
 		}
 		if i > 0 && e.timers.less(i, (i-1)/2) {
