@@ -46,8 +46,12 @@ type conn struct {
 	roce        bool
 	inRemoteID  bool
 	inRemoteQPN bool
-	sidrIn      bool
-	pending     bool // passive, counted in the listener's backlog
+	// remoteIDSlow and remoteQPNSlow: the entry is in its table's slow
+	// part.
+	remoteIDSlow  bool
+	remoteQPNSlow bool
+	sidrIn        bool
+	pending       bool // passive, counted in the listener's backlog
 
 	heapIdx int32
 	pkey    uint16
@@ -90,22 +94,20 @@ func (c *conn) qpnKey() remoteKey { return remoteKey{c.remoteCAGUID, c.remoteQPN
 // insertRemoteID is cm_insert_remote_id: it returns the connection already
 // known under the same (remote CA GUID, remote ID), or records c.
 func (e *Engine) insertRemoteID(c *conn) *conn {
-	if o := e.remoteIDs[c.key()]; o != nil {
-		return o
+	o, slow := e.remoteIDs.insert(c)
+	if o == nil {
+		c.inRemoteID, c.remoteIDSlow = true, slow
 	}
-	e.remoteIDs[c.key()] = c
-	c.inRemoteID = true
-	return nil
+	return o
 }
 
 // insertRemoteQPN is cm_insert_remote_qpn (stale connection detection).
 func (e *Engine) insertRemoteQPN(c *conn) *conn {
-	if o := e.remoteQPNs[c.qpnKey()]; o != nil {
-		return o
+	o, slow := e.remoteQPNs.insert(c)
+	if o == nil {
+		c.inRemoteQPN, c.remoteQPNSlow = true, slow
 	}
-	e.remoteQPNs[c.qpnKey()] = c
-	c.inRemoteQPN = true
-	return nil
+	return o
 }
 
 // removeRemote is cm_remove_remote.
@@ -114,11 +116,11 @@ func (e *Engine) removeRemote(c *conn) {
 	// insert never replaces an entry and the key fields do not change
 	// while the ID is in.
 	if c.inRemoteID {
-		delete(e.remoteIDs, c.key())
+		e.remoteIDs.remove(c, c.remoteIDSlow)
 		c.inRemoteID = false
 	}
 	if c.inRemoteQPN {
-		delete(e.remoteQPNs, c.qpnKey())
+		e.remoteQPNs.remove(c, c.remoteQPNSlow)
 		c.inRemoteQPN = false
 	}
 }

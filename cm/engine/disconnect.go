@@ -109,7 +109,7 @@ func (e *Engine) acquireRejected(v mad.REJView) *conn {
 		for _, b := range ari[:8] {
 			guid = guid<<8 | uint64(b)
 		}
-		c := e.remoteIDs[remoteKey{guid, v.LocalCommID()}]
+		c := e.remoteIDs.get(remoteKey{guid, v.LocalCommID()})
 		if c == nil {
 			return nil
 		}

@@ -54,8 +54,8 @@ type Engine struct {
 	// remoteIDs and remoteQPNs are the kernel's remote_id_table and
 	// remote_qp_table: connections from REQ or REP receipt until TimeWait
 	// or IDLE (duplicate and stale detection).
-	remoteIDs  map[remoteKey]*conn
-	remoteQPNs map[remoteKey]*conn
+	remoteIDs  remoteTable
+	remoteQPNs remoteTable
 	listeners  map[uint64]*conn
 	// sidrRemote is the kernel's remote_sidr_table: SIDR_REQs being
 	// answered, keyed by request ID and sender.
@@ -133,8 +133,8 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		cfg:        cfg,
 		conns:      newIDTable(),
-		remoteIDs:  make(map[remoteKey]*conn),
-		remoteQPNs: make(map[remoteKey]*conn),
+		remoteIDs:  newRemoteTable(false),
+		remoteQPNs: newRemoteTable(true),
 		listeners:  make(map[uint64]*conn),
 		sidrRemote: make(map[sidrKey]*conn),
 	}, nil

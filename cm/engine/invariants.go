@@ -44,7 +44,7 @@ func (e *Engine) CheckInvariants() error {
 		if (c.listen != nil) != (c.state == StateListen) {
 			return fmt.Errorf("ID %#x: listener %v in %v", id, c.listen != nil, c.state)
 		}
-		if c.inRemoteID && e.remoteIDs[c.key()] != c || c.inRemoteQPN && e.remoteQPNs[c.qpnKey()] != c {
+		if c.inRemoteID && e.remoteIDs.get(c.key()) != c || c.inRemoteQPN && e.remoteQPNs.get(c.qpnKey()) != c {
 			return fmt.Errorf("ID %#x: remote table entry lost", id)
 		}
 		if (c.inRemoteID || c.inRemoteQPN) && (c.state == StateIdle || c.state == StateTimeWait) {
@@ -60,15 +60,11 @@ func (e *Engine) CheckInvariants() error {
 	if n != e.conns.len() {
 		return fmt.Errorf("ID table counts %d IDs, holds %d", e.conns.len(), n)
 	}
-	for k, c := range e.remoteIDs {
-		if e.conns.get(c.localID) != c || !c.inRemoteID || c.key() != k {
-			return fmt.Errorf("remote ID entry %v stale", k)
-		}
+	if !e.remoteIDs.check(e, func(c *conn) (bool, bool) { return c.inRemoteID, c.remoteIDSlow }) {
+		return fmt.Errorf("remote ID table: stale entry")
 	}
-	for k, c := range e.remoteQPNs {
-		if e.conns.get(c.localID) != c || !c.inRemoteQPN || c.qpnKey() != k {
-			return fmt.Errorf("remote QPN entry %v stale", k)
-		}
+	if !e.remoteQPNs.check(e, func(c *conn) (bool, bool) { return c.inRemoteQPN, c.remoteQPNSlow }) {
+		return fmt.Errorf("remote QPN table: stale entry")
 	}
 	for k, c := range e.sidrRemote {
 		if e.conns.get(c.localID) != c || !c.sidrIn || c.sidrKey != k {
