@@ -310,7 +310,7 @@ func (f *Fabric) drain(n *Node) {
 	}
 	for i := range r.Messages {
 		o := &r.Messages[i]
-		j, ok := f.byGID[o.To.GID]
+		j, ok := f.nodeByGID(o.To.GID)
 		if !ok || o.To.QPN != 1 {
 			f.errorf(n, "MAD to %v QP %d: no such node", o.To.GID, o.To.QPN)
 			continue
@@ -468,7 +468,7 @@ func (f *Fabric) handle(n *Node, ev *Event) {
 // and faults.
 func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
 	f.stats.Sent++
-	down := f.down[[2]int{i, j}]
+	down := f.linkDown(i, j)
 	if !down && len(f.faults) == 0 && f.Latency == 0 && (len(f.heap) == 0 || f.heap[0].at.After(f.Now)) {
 		f.fifo = append(f.fifo, packet{at: f.Now, seq: f.seq, from: i, to: j, retry: retry, mad: *m})
 		f.seq++
@@ -524,6 +524,27 @@ func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
 	}
 }
 
+// linkDown reports whether the link from node i to node j is cut; the
+// common case, no link cut, costs no map lookup.
+func (f *Fabric) linkDown(i, j int) bool {
+	return len(f.down) > 0 && f.down[[2]int{i, j}]
+}
+
+// nodeByGID finds the node with GID g: a small fabric scans its nodes,
+// which is cheaper than hashing a 16-byte key.
+func (f *Fabric) nodeByGID(g rdma.GID) (int, bool) {
+	if len(f.Nodes) <= 8 {
+		for i, n := range f.Nodes {
+			if n.GID == g {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	j, ok := f.byGID[g]
+	return j, ok
+}
+
 func attrOf(m []byte) mad.AttributeID {
 	h, err := mad.ParseHeader(m)
 	if err != nil {
@@ -557,7 +578,7 @@ func (f *Fabric) deliver(p *packet) {
 		a = f.Filter(from, to, p.mad[:])
 	}
 	switch {
-	case to.Crashed || f.down[[2]int{p.from, p.to}]:
+	case to.Crashed || f.linkDown(p.from, p.to):
 		f.stats.Lost++
 		f.report(p, Lost)
 		return
