@@ -470,7 +470,9 @@ func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
 	f.stats.Sent++
 	down := f.linkDown(i, j)
 	if !down && len(f.faults) == 0 && f.Latency == 0 && (len(f.heap) == 0 || f.heap[0].at.After(f.Now)) {
-		f.fifo = append(f.fifo, packet{at: f.Now, seq: f.seq, from: i, to: j, retry: retry, mad: *m})
+		f.fifo = append(f.fifo, packet{})
+		q := &f.fifo[len(f.fifo)-1] // filled in place: one copy of the MAD
+		q.at, q.seq, q.from, q.to, q.retry, q.mad = f.Now, f.seq, i, j, retry, *m
 		f.seq++
 		return
 	}
@@ -557,10 +559,16 @@ func attrOf(m []byte) mad.AttributeID {
 func (f *Fabric) deliverOne() bool {
 	switch {
 	case f.fifoAt < len(f.fifo):
-		f.scratch = f.fifo[f.fifoAt]
-		if f.fifoAt++; f.fifoAt == len(f.fifo) {
+		// Delivered in place: what the delivery sends is appended after
+		// it, and the FIFO is reset only once the delivery is done.
+		p := &f.fifo[f.fifoAt]
+		f.fifoAt++
+		f.deliver(p)
+		if f.fifoAt == len(f.fifo) {
 			f.fifo, f.fifoAt = f.fifo[:0], 0
 		}
+		f.Flush()
+		return true
 	case len(f.heap) > 0 && !f.heap[0].at.After(f.Now):
 		f.scratch = f.heap.pop()
 	default:
