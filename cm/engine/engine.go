@@ -251,7 +251,8 @@ func (e *Engine) newConn(state State) (*conn, error) {
 	return c, nil
 }
 
-// minFree is how many spare conn structs the free list keeps at least.
+// minFree is how many spare conn structs the free list may keep beyond
+// one per live ID.
 const minFree = 1024
 
 // trimFree drops spare conn structs beyond the live IDs plus minFree, so
