@@ -31,6 +31,12 @@ type Options struct {
 	// write into with WriteAt, as RDMA_IOMAPSIZE (0: none, rsocket's
 	// default; rounded as rsocket.c rounds it: above 128 in steps of 256).
 	IOMapSize int
+	// PollTime is how long a blocked Read or Write polls the CQ before it
+	// arms it and sleeps on the completion channel (0: 10 µs, rsocket.c's
+	// default polling_time; negative: not at all). A completion found by
+	// polling costs no syscall; the price is up to PollTime of CPU per
+	// wait.
+	PollTime time.Duration
 }
 
 // Dial connects to address ("host:port") with rsockets; ctx bounds the

@@ -25,12 +25,21 @@ type Conn struct {
 	ep *rdmacm.Endpoint
 	r  *resources
 
-	mu    sync.Mutex // k, posting, polling
+	mu    sync.Mutex // k, posting, polling, armed, waiting, wctx
 	k     *core
 	armed bool
-	wcs   [32]uverbs.WC
-	swr   [1]uverbs.SendWR
-	sges  [2]uverbs.SGE
+	// waiting: a Read or Write is blocked on the completion channel; the
+	// other waits for its wake. wctx is the context that wait gets: a
+	// passed deadline or the CM's news cancels it (interrupt).
+	waiting  bool
+	wctx     context.Context
+	wcancel  context.CancelFunc
+	base     context.Context
+	woke     []*uverbs.CQ
+	pollTime time.Duration
+	wcs      [32]uverbs.WC
+	swr      [1]uverbs.SendWR
+	sges     [2]uverbs.SGE
 	// creditSGE holds an inline SGL update while it is posted (the
 	// provider copies inline data at post time), so the credit does not
 	// escape to the heap.
@@ -214,9 +223,12 @@ func newConn(ep *rdmacm.Endpoint, r *resources, peer connDataView) (*Conn, error
 	c.local = net.TCPAddrFromAddrPort(ep.LocalAddr())
 	c.remote = net.TCPAddrFromAddrPort(ep.RemoteAddr())
 	ctx, stop := context.WithCancel(context.Background())
-	c.stop = stop
-	c.done.Add(2)
-	go c.drive(ctx)
+	c.stop, c.base = stop, ctx
+	c.wctx, c.wcancel = context.WithCancel(ctx)
+	c.woke = make([]*uverbs.CQ, 0, 2)
+	c.pollTime = r.cfg.pollTime
+	c.rdl.onPass, c.wdl.onPass = c.interrupt, c.interrupt
+	c.done.Add(1)
 	go c.watch()
 	if r.cfg.keepAlive > 0 {
 		c.kaTime = time.Duration(r.cfg.keepAlive)
@@ -315,56 +327,101 @@ func (c *Conn) wake() {
 	}
 }
 
-// drive is the connection's one waiting goroutine: poll, arm, poll again,
-// then wait on the completion channel (in the netpoller), and wake the
-// Read and Write that wait for what it found.
-func (c *Conn) drive(ctx context.Context) {
-	defer c.done.Done()
-	// The CQs a wait reports: one here; reused so a wait allocates
-	// nothing (uverbs.CompChannel.WaitInto with the same ctx each time).
-	woke := make([]*uverbs.CQ, 0, 2)
-	for {
-		c.mu.Lock()
-		n, err := c.pollLocked()
-		if err != nil {
+// await blocks a Read or Write that found nothing to do until the CQ may
+// hold news for it, as rsocket.c's rs_get_comp: poll for the polling
+// time, arm the CQ, poll again, then read the completion channel in the
+// caller's goroutine, with no goroutine handing the news over. Only one
+// goroutine waits on the channel; another waits for its wake. nil means
+// look again.
+func (c *Conn) await(wake chan struct{}, dl *deadline) error {
+	c.mu.Lock()
+	if !c.waiting {
+		if n := c.spinLocked(); n > 0 || c.k.err != nil {
 			c.mu.Unlock()
-			c.wake()
-			return
+			return nil
 		}
-		if n > 0 {
-			c.mu.Unlock()
-			c.wake()
-			continue
-		}
-		if !c.armed {
-			err := c.r.cq.RequestNotify(false)
-			c.armed = err == nil
-			c.mu.Unlock()
-			if err != nil {
-				c.mu.Lock()
-				c.k.fail(err)
-				c.mu.Unlock()
-				c.wake()
-				return
-			}
-			continue // poll again: a completion may have come before the arm
-		}
+	}
+	if c.waiting {
 		c.mu.Unlock()
-		woke, err = c.r.ch.WaitInto(ctx, woke)
-		c.mu.Lock()
-		c.armed = false
-		c.mu.Unlock()
-		if ctx.Err() != nil {
-			return
+		select {
+		case <-wake:
+			return nil
+		case <-dl.wait():
+			return os.ErrDeadlineExceeded
+		case <-c.closed:
+			return net.ErrClosed
 		}
-		if err != nil {
-			c.mu.Lock()
+	}
+	if !c.armed {
+		if err := c.r.cq.RequestNotify(false); err != nil {
 			c.k.fail(err)
 			c.mu.Unlock()
 			c.wake()
-			return
+			return nil
+		}
+		c.armed = true
+		// A completion may have come before the arm.
+		if n, _ := c.pollLocked(); n > 0 || c.k.err != nil {
+			c.mu.Unlock()
+			return nil
 		}
 	}
+	c.waiting = true
+	ctx := c.wctx
+	c.mu.Unlock()
+	var err error
+	if isClosed(dl.wait()) {
+		err = os.ErrDeadlineExceeded
+	} else {
+		c.woke, err = c.r.ch.WaitInto(ctx, c.woke)
+	}
+	c.mu.Lock()
+	c.waiting = false
+	switch {
+	case err == nil:
+		c.armed = false
+	case err == os.ErrDeadlineExceeded, ctx.Err() != nil, c.closing.Load():
+	default:
+		c.k.fail(err)
+	}
+	c.mu.Unlock()
+	// Whoever waited for this wait's news looks again, and may wait next.
+	c.wake()
+	if isClosed(dl.wait()) {
+		return os.ErrDeadlineExceeded
+	}
+	return nil
+}
+
+// spinLocked polls the CQ for the polling time (rsocket.c's
+// polling_time), c.mu held but released between polls; it returns the
+// completions found.
+func (c *Conn) spinLocked() int {
+	if c.pollTime <= 0 {
+		return 0
+	}
+	start := time.Now()
+	for {
+		if n, err := c.pollLocked(); n > 0 || err != nil || c.waiting {
+			return n
+		}
+		if time.Since(start) >= c.pollTime {
+			return 0
+		}
+		c.mu.Unlock()
+		c.mu.Lock()
+	}
+}
+
+// interrupt ends a wait on the completion channel in progress: the
+// waiter looks again (a deadline passed, or the CM ended the connection).
+func (c *Conn) interrupt() {
+	c.mu.Lock()
+	if c.waiting {
+		c.wcancel()
+		c.wctx, c.wcancel = context.WithCancel(c.base)
+	}
+	c.mu.Unlock()
 }
 
 // watch ends the connection when the CM says so: the peer's DREQ is an
@@ -385,6 +442,7 @@ func (c *Conn) watch() {
 	}
 	c.mu.Unlock()
 	c.wake()
+	c.interrupt()
 }
 
 // keepalive is rsocket.c's tcp_svc_send_keepalive: a zero-length RDMA
@@ -392,6 +450,9 @@ func (c *Conn) watch() {
 // QP's retries, which ends the connection.
 func (c *Conn) keepalive() {
 	c.mu.Lock()
+	// No goroutine polls an idle connection: the earlier keepalives'
+	// completions free their control slots here.
+	c.pollLocked()
 	if c.k.connected && c.k.ctrlAvail() {
 		imm := c.k.ctrl(ctrlKeepalive)
 		c.swr[0] = uverbs.SendWR{ID: uint64(imm), Opcode: uverbs.OpRDMAWrite}
@@ -449,12 +510,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 		if len(b) == 0 {
 			return 0, nil
 		}
-		select {
-		case <-c.rwake:
-		case <-c.rdl.wait():
-			return 0, c.opErr("read", os.ErrDeadlineExceeded)
-		case <-c.closed:
-			return 0, c.opErr("read", net.ErrClosed)
+		if err := c.await(c.rwake, &c.rdl); err != nil {
+			return 0, c.opErr("read", err)
 		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 // made on first use and reset after, so moving a deadline allocates
 // nothing unless it had passed; waiting on it costs nothing.
 type deadline struct {
+	// onPass runs (without mu) when the deadline passes: it interrupts a
+	// wait on the completion channel, which no Go channel can.
+	onPass func()
 	mu     sync.Mutex
 	at     time.Time // the zero time: none
 	timer  *time.Timer
@@ -20,6 +23,13 @@ func (d *deadline) init() { d.cancel = make(chan struct{}) }
 
 // set arms the deadline at t; the zero t clears it.
 func (d *deadline) set(t time.Time) {
+	if d.setLocked(t) && d.onPass != nil {
+		d.onPass()
+	}
+}
+
+// setLocked is set; it reports whether the deadline passed just now.
+func (d *deadline) setLocked(t time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.at = t
@@ -31,7 +41,7 @@ func (d *deadline) set(t time.Time) {
 		if passed {
 			d.cancel = make(chan struct{})
 		}
-		return
+		return false
 	}
 	if dur := time.Until(t); dur > 0 {
 		if passed {
@@ -42,20 +52,26 @@ func (d *deadline) set(t time.Time) {
 		} else {
 			d.timer.Reset(dur)
 		}
-		return
+		return false
 	}
 	if !passed {
 		close(d.cancel)
+		return true
 	}
+	return false
 }
 
 // fire closes cancel if the deadline now set has passed: a timer armed
 // for an earlier deadline that moved finds it has not.
 func (d *deadline) fire() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.at.IsZero() && !time.Now().Before(d.at) && !isClosed(d.cancel) {
+	pass := !d.at.IsZero() && !time.Now().Before(d.at) && !isClosed(d.cancel)
+	if pass {
 		close(d.cancel)
+	}
+	d.mu.Unlock()
+	if pass && d.onPass != nil {
+		d.onPass()
 	}
 }
 

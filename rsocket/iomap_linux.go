@@ -189,12 +189,8 @@ func (c *Conn) sendSlot(op string) error {
 			return nil
 		}
 		c.mu.Unlock()
-		select {
-		case <-c.wwake:
-		case <-c.wdl.wait():
-			return c.opErr(op, os.ErrDeadlineExceeded)
-		case <-c.closed:
-			return c.opErr(op, net.ErrClosed)
+		if err := c.await(c.wwake, &c.wdl); err != nil {
+			return c.opErr(op, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package rsocket
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -17,6 +18,7 @@ type config struct {
 	sqSize, rqSize uint16
 	keepAlive      int64 // nanoseconds; 0: off
 	iomapEntries   int
+	pollTime       time.Duration
 }
 
 func (o *Options) config() (config, error) {
@@ -60,5 +62,11 @@ func (o *Options) config() (config, error) {
 	}
 	c.sqSize, c.rqSize = size(o.SQSize), size(o.RQSize)
 	c.iomapEntries = scaleToValue(valueToScale(o.IOMapSize, 8), 8) // rs_configure's rounding
+	switch {
+	case o.PollTime == 0:
+		c.pollTime = defaultPollTime
+	case o.PollTime > 0:
+		c.pollTime = o.PollTime
+	}
 	return c, nil
 }

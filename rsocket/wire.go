@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The rsockets wire format, as librdmacm/rsocket.c (rdma-core v44) sends
@@ -27,7 +28,9 @@ const (
 	defaultQPSize  = 384     // def_sqsize, def_rqsize
 	defaultBufSize = 1 << 17 // def_mem, def_wmem: 128 KiB
 	defaultInline  = 64      // def_inline
-	maxImmData     = 1<<29 - 1
+	// defaultPollTime is rsocket.c's polling_time default.
+	defaultPollTime = 10 * time.Microsecond
+	maxImmData      = 1<<29 - 1
 )
 
 // Ops in the immediate's bits 31-29 (rsocket.c, RS_OP_*); the payload is

@@ -41,10 +41,12 @@ func (x *Context) CreateCompChannel() (*CompChannel, error) {
 	return ch, nil
 }
 
-// Wait blocks until at least one armed CQ of this channel has a
-// completion, then drains the channel (reads until EAGAIN) and returns
-// each CQ that reported, once. Re-arm each with RequestNotify and poll it
-// again to close the race with completions that arrived meanwhile.
+// Wait blocks until an armed CQ of this channel has a completion and
+// returns it (ibv_get_cq_event, acknowledged). It reads one event: when
+// several CQs reported, the next Wait returns the next one at once, with
+// no read that finds the channel empty. Re-arm the CQ with RequestNotify
+// and poll it again to close the race with completions that arrived
+// meanwhile.
 func (ch *CompChannel) Wait(ctx context.Context) ([]*CQ, error) {
 	return ch.WaitInto(ctx, nil)
 }
@@ -55,7 +57,7 @@ func (ch *CompChannel) Wait(ctx context.Context) ([]*CQ, error) {
 func (ch *CompChannel) WaitInto(ctx context.Context, dst []*CQ) ([]*CQ, error) {
 	x := ch.ctx
 	out := dst[:0]
-	err := ch.ev.readAll(ctx, 8, func(b []byte) {
+	err := ch.ev.readOne(ctx, 8, func(b []byte) {
 		h := abi.Decode[abi.UverbsCompEventDesc](b).CQHandle
 		x.mu.Lock()
 		cq := x.cqs[h]

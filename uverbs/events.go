@@ -16,9 +16,11 @@ import (
 // eventFile is a kernel event fd (completion channel or async events) in
 // the Go netpoller: non-blocking, registered through os.NewFile, read
 // through its RawConn so that a read that would block parks the goroutine
-// until epoll reports the fd readable. Readiness is edge-triggered, so
-// readers drain until EAGAIN (readAll) instead of trusting one read per
-// wake-up.
+// until epoll reports the fd readable. Readiness is edge-triggered, but
+// the poller reads before it parks, so an event left unread is found by
+// the next wait at once: a completion channel is read one event per wait
+// (readOne), as ibv_get_cq_event does, and only the rare async events are
+// drained until EAGAIN (readAll).
 //
 // The fd joins the netpoller on the first wait, not at creation: making
 // it non-blocking and registering it costs four syscalls (two fcntl in
@@ -240,6 +242,20 @@ func (e *eventFile) closedErr(err error) error {
 		return opError("read events", "", ErrClosed)
 	}
 	return err
+}
+
+// readOne waits for one event and calls fn with it when it is size bytes
+// (at most 32). It allocates nothing once warm when fn does not escape.
+func (e *eventFile) readOne(ctx context.Context, size int, fn func([]byte)) error {
+	r := e.getRead()
+	defer e.spare.Store(r)
+	if err := e.wait(ctx, r); err != nil {
+		return err
+	}
+	if r.n == size {
+		fn(r.buf[:size])
+	}
+	return nil
 }
 
 // readAll waits for the first event, then drains the fd until EAGAIN,
