@@ -205,7 +205,8 @@ func (pd *PD) RegDmabufMR(fd int, offset, length, iova uint64, access qp.Access)
 	}
 	defer x.mu.Unlock()
 	if !x.nativeIoctl {
-		return nil, notSupported(op, x.dev.Name, "the kernel has no uverbs ioctl interface, which REG_DMABUF_MR needs")
+		// ENOTTY, as libibverbs' ioctl would answer on such a kernel.
+		return nil, opError(op, x.dev.Name, fmt.Errorf("%w: the kernel has no uverbs ioctl interface, which REG_DMABUF_MR needs (%w)", ErrNotSupported, unix.ENOTTY))
 	}
 	var lkey, rkey [4]byte
 	// The attributes in libibverbs' order (ibv_cmd_reg_dmabuf_mr).
@@ -244,8 +245,8 @@ const (
 // Rereg re-registers the MR in place (REREG_MR, as libibverbs'
 // ibv_rereg_mr): with ReregTranslation over length bytes of buf from
 // offset, with ReregPD in pd, with ReregAccess with access; arguments
-// that flags do not name are ignored (pass nil, 0), except that access
-// is sent as given, as libibverbs sends it. The keys may change: read
+// that flags do not name are ignored (pass nil, 0), and access must be 0
+// without ReregAccess, as libibverbs requires. The keys may change: read
 // LKey and RKey again. Do not post work requests that use the MR while
 // Rereg runs. A dma-buf MR cannot be re-registered (ErrInvalidArgument).
 // Where the kernel's driver lacks the change asked for (rxe moves an MR
@@ -265,6 +266,8 @@ func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf *Buffer, offset, length int, a
 		return inval("a dma-buf MR cannot be re-registered")
 	case flags&ReregTranslation != 0 && (buf == nil || buf.mem == nil || offset < 0 || length <= 0 || offset+length > buf.Len()):
 		return inval("range %d+%d of a %d-byte buffer", offset, length, bufLen(buf))
+	case access != 0 && flags&ReregAccess == 0:
+		return inval("access %v without ReregAccess", access)
 	case flags&ReregPD != 0 && (pd == nil || pd.ctx != x):
 		return inval("the new PD must be one of the MR's device context")
 	case flags&ReregAccess != 0 && access&(qp.AccessRemoteWrite|qp.AccessRemoteAtomic) != 0 && access&qp.AccessLocalWrite == 0:
