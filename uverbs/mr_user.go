@@ -249,10 +249,10 @@ const (
 // without ReregAccess, as libibverbs requires. The keys may change: read
 // LKey and RKey again. Do not post work requests that use the MR while
 // Rereg runs. A dma-buf MR cannot be re-registered (ErrInvalidArgument).
-// Where the kernel's driver lacks the change asked for (rxe moves an MR
-// to new memory only from Linux 6.x, and some versions not at all) the
-// error matches ErrNotSupported; after a failed ReregTranslation the
-// kernel may have left the MR unusable: close it.
+// Where the kernel's driver lacks the change asked for the error
+// matches ErrNotSupported (Linux 6.1's rxe re-registers nothing; mlx5
+// does all three); after a failed ReregTranslation the kernel may have
+// left the MR unusable: close it.
 func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf *Buffer, offset, length int, access qp.Access) error {
 	x := mr.pd.ctx
 	const op = "re-register MR"
