@@ -2,6 +2,7 @@ package rdmacm
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/uverbs"
@@ -55,7 +56,7 @@ func (o MemOptions) access() qp.Access {
 }
 
 func regMemory(pd *uverbs.PD, mem []byte, opts MemOptions) (*MR, error) {
-	if len(mem) > 1<<32-1 {
+	if uint64(len(mem)) > math.MaxUint32 {
 		// RemoteBuf.Len and an SGE's length are 32-bit.
 		return nil, fmt.Errorf("rdmacm: register %d bytes: more than 4 GiB - 1 in one MR: %w", len(mem), ErrInvalidArgument)
 	}
@@ -77,7 +78,7 @@ func regMemory(pd *uverbs.PD, mem []byte, opts MemOptions) (*MR, error) {
 }
 
 func regDmabuf(pd *uverbs.PD, fd int, offset, length uint64, opts MemOptions) (*MR, error) {
-	if length > 1<<32-1 {
+	if length > math.MaxUint32 {
 		return nil, fmt.Errorf("rdmacm: register %d bytes: more than 4 GiB - 1 in one MR: %w", length, ErrInvalidArgument)
 	}
 	mr, err := pd.RegDmabufMR(fd, offset, length, opts.IOVA, opts.access())
