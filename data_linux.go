@@ -10,8 +10,10 @@ import (
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
-// MR is registered memory on a library-allocated buffer (outside the Go
-// heap, page-aligned). Close deregisters it, then frees the buffer.
+// MR is registered memory: a library-allocated buffer (outside the Go
+// heap, page-aligned; RegMsgs, RegRead, RegWrite), memory the caller
+// mapped (RegMemory) or a dma-buf (RegDmabuf). Close deregisters it, then
+// frees a buffer the library allocated.
 type MR struct {
 	mr  *uverbs.MR
 	buf *uverbs.Buffer
@@ -69,19 +71,31 @@ func (l *Listener) RegWrite(size int) (*MR, error) {
 }
 
 func (l *Listener) reg(size int, access qp.Access) (*MR, error) {
-	if a := l.id.LocalAddr().Addr(); !a.IsValid() || a.IsUnspecified() {
-		return nil, fmt.Errorf("rdmacm: listener %q is on every device and has no one device to register memory on; "+
-			"listen on the device's IP address, or register per connection in EndpointOptions.Setup (ep.RegWrite): %w", l.addr, ErrNoDevice)
-	}
-	_, pd, err := l.id.Verbs()
+	pd, err := l.devicePD()
 	if err != nil {
 		return nil, err
 	}
 	return reg(pd, size, access)
 }
 
-// Bytes is the registered memory; valid until Close.
-func (m *MR) Bytes() []byte { return m.buf.Bytes()[:m.mr.Length] }
+// devicePD is the PD of the listener's device.
+func (l *Listener) devicePD() (*uverbs.PD, error) {
+	if a := l.id.LocalAddr().Addr(); !a.IsValid() || a.IsUnspecified() {
+		return nil, fmt.Errorf("rdmacm: listener %q is on every device and has no one device to register memory on; "+
+			"listen on the device's IP address, or register per connection in EndpointOptions.Setup (ep.RegWrite): %w", l.addr, ErrNoDevice)
+	}
+	_, pd, err := l.id.Verbs()
+	return pd, err
+}
+
+// Bytes is the registered memory; valid until Close. A dma-buf MR has
+// none (nil).
+func (m *MR) Bytes() []byte {
+	if m.buf == nil {
+		return nil
+	}
+	return m.buf.Bytes()[:m.mr.Length]
+}
 
 // Len is the registered length.
 func (m *MR) Len() int { return int(m.mr.Length) }
@@ -96,6 +110,9 @@ func (m *MR) Close() error {
 	err := m.mr.Close()
 	if errors.Is(err, ErrClosed) {
 		err = nil // the device context went first and took the MR along
+	}
+	if m.buf == nil {
+		return err
 	}
 	return errors.Join(err, m.buf.Close())
 }

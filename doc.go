@@ -38,7 +38,9 @@
 // RegMsgs, RegRead and RegWrite (rdma_reg_msgs, rdma_reg_read,
 // rdma_reg_write) allocate page-aligned memory outside the Go heap with
 // uverbs.AllocBuffer and register it; MR.Close deregisters it, then frees
-// it. RemoteBuf is the (address, rkey, length) triple a peer needs for
+// it. RegMemory registers memory the caller mapped (a memfd or file
+// mapping, huge pages), at its address or at an IOVA (MemOptions), and
+// refuses Go-heap memory; RegDmabuf registers a dma-buf. RemoteBuf is the (address, rkey, length) triple a peer needs for
 // RDMA WRITE and READ, with a 16-byte encoding for private data and
 // messages.
 //

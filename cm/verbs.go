@@ -154,6 +154,9 @@ func (id *ID) device() (*verbsDevice, error) {
 // Verbs returns the verbs context and the channel's protection domain for
 // the ID's device (rdma_cm_id.verbs and .pd), opening the device on first
 // use. The channel owns both; they live until the channel closes.
+// Register memory on the PD as rdma_reg_msgs does on rdma_cm_id.pd:
+// PD.RegMR over a uverbs.AllocBuffer, or over the caller's own mapping
+// (uverbs.UserBuffer, PD.RegMRIOVA), or a dma-buf (PD.RegDmabufMR).
 func (id *ID) Verbs() (*uverbs.Context, *uverbs.PD, error) {
 	vd, err := id.device()
 	if err != nil {

@@ -8,7 +8,10 @@
 //
 // A Context (Open, OpenDevice) is the uverbs fd with its ucontext. It
 // creates PDs, MRs over Buffers (anonymous mmap, page-aligned, outside the
-// Go heap), completion channels, CQs, QPs (RC, UC, UD) and AHs. Commands
+// Go heap; or the caller's own mapping, UserBuffer, which refuses Go-heap
+// memory), at an IOVA of the caller's (RegMRIOVA) or over a dma-buf
+// (RegDmabufMR), re-registered in place (MR.Rereg), completion channels,
+// CQs, QPs (RC, UC, UD) and AHs. Commands
 // use the ioctl interface (RDMA_VERBS_IOCTL: native methods for context,
 // port, GID table, CQ/QP create and every destroy; other commands wrapped
 // in UVERBS_METHOD_INVOKE_WRITE) and fall back per operation to write()

@@ -81,6 +81,7 @@ func (x *Context) destroy(obj, method, attr uint16, handle uint32, resp []byte, 
 type Buffer struct {
 	mem  []byte
 	at   bool // mapped by AllocBufferAt, outside x/sys/unix's mmap table
+	user bool // the caller's mapping (UserBuffer): Close leaves it mapped
 	regs atomic.Int32
 	mu   sync.Mutex
 }
@@ -125,7 +126,9 @@ func (b *Buffer) Close() error {
 		return fmt.Errorf("uverbs: %w: buffer still registered by %d MR(s)", ErrInvalidArgument, b.regs.Load())
 	}
 	var err error
-	if b.at {
+	if b.user {
+		// The caller's: it unmaps it.
+	} else if b.at {
 		err = kcall.Munmap(b.mem[:cap(b.mem)])
 	} else {
 		err = unix.Munmap(b.mem[:cap(b.mem)])
@@ -141,6 +144,9 @@ type MR struct {
 	handle uint32
 	LKey   uint32
 	RKey   uint32
+	// Addr is the I/O virtual address that SGEs and the peer's RDMA name
+	// the region by: its first byte's address, unless registered at
+	// another IOVA (RegMRIOVA, RegDmabufMR).
 	Addr   uint64
 	Length uint64
 	Access qp.Access
@@ -157,29 +163,7 @@ func (pd *PD) RegMR(buf *Buffer, access qp.Access) (*MR, error) {
 
 // RegMRRange registers length bytes of buf from offset.
 func (pd *PD) RegMRRange(buf *Buffer, offset, length int, access qp.Access) (*MR, error) {
-	x := pd.ctx
-	if buf == nil || buf.mem == nil || offset < 0 || length <= 0 || offset+length > buf.Len() {
-		return nil, &rdma.OpError{Pkg: "uverbs", Op: "register MR", Device: x.dev.Name, Err: fmt.Errorf("%w: range %d+%d of a %d-byte buffer", ErrInvalidArgument, offset, length, bufLen(buf))}
-	}
-	if access&(qp.AccessRemoteWrite|qp.AccessRemoteAtomic) != 0 && access&qp.AccessLocalWrite == 0 {
-		return nil, &rdma.OpError{Pkg: "uverbs", Op: "register MR", Device: x.dev.Name, Err: fmt.Errorf("%w: remote write/atomic access needs local write (%v)", ErrInvalidArgument, access)}
-	}
-	if err := x.lockOpen("register MR"); err != nil {
-		return nil, err
-	}
-	defer x.mu.Unlock()
-	addr := buf.Addr() + uint64(offset)
-	req := abi.UverbsRegMR{Start: addr, Length: uint64(length), HCAVa: addr, PDHandle: pd.handle, AccessFlags: uint32(access)}
-	var resp abi.UverbsRegMRResp
-	if err := x.exec(&cmd{num: abi.UverbsCmdRegMR, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp)}); err != nil {
-		var lim unix.Rlimit
-		known := isPinErrno(err) && unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim) == nil
-		return nil, regMRError(x.dev.Name, uint64(length), err, lim.Cur, known)
-	}
-	buf.regs.Add(1)
-	mr := &MR{pd: pd, buf: buf, handle: resp.MRHandle, LKey: resp.LKey, RKey: resp.RKey, Addr: addr, Length: uint64(length), Access: access}
-	x.mrs[mr] = struct{}{}
-	return mr, nil
+	return pd.regMR(buf, offset, length, 0, false, access)
 }
 
 // isPinErrno reports the errnos of a registration whose pages could not
@@ -233,7 +217,7 @@ func (mr *MR) Close() error {
 			return x.exec(&cmd{num: abi.UverbsCmdDeregMR, in: abi.Bytes(&req)})
 		})
 		mr.err = opErr("deregister MR", x.dev.Name, err)
-		if err == nil {
+		if err == nil && mr.buf != nil {
 			mr.buf.regs.Add(-1)
 		}
 		x.mu.Lock()

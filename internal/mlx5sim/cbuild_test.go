@@ -5,6 +5,7 @@ package mlx5sim
 import (
 	"context"
 	"errors"
+	"github.com/go-rdma/rdmacm/internal/mlx5sim/scenario"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,6 +91,9 @@ func TestCScenarios(t *testing.T) {
 	profiles := []string{"uar=static ece=1 iface=ioctl", "uar=dynamic ece=1 iface=ioctl", "uar=static ece=0 iface=write"}
 	for _, f := range files {
 		for _, prof := range profiles {
+			if !scenario.FileFits(f, prof) {
+				continue
+			}
 			t.Run(filepath.Base(f)+"/"+strings.ReplaceAll(prof, " ", ","), func(t *testing.T) {
 				p, err := ParseProfile(prof)
 				if err != nil {

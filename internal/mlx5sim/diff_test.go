@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-rdma/rdmacm/internal/mlx5sim/scenario"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -157,6 +158,9 @@ func TestDifferential(t *testing.T) {
 	}
 	for _, f := range files {
 		for _, prof := range diffProfiles {
+			if !scenario.FileFits(f, prof) {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/%s", filepath.Base(f), strings.ReplaceAll(prof, " ", ",")), func(t *testing.T) {
 				diffOne(t, shim, scn, f, prof)
 			})

@@ -28,6 +28,9 @@ func TestGoScenarios(t *testing.T) {
 	profiles := []string{"uar=static ece=1 iface=ioctl", "uar=dynamic ece=1 iface=ioctl", "uar=static ece=0 iface=write"}
 	for _, f := range files {
 		for _, prof := range profiles {
+			if !scenario.FileFits(f, prof) {
+				continue
+			}
 			t.Run(filepath.Base(f)+"/"+strings.ReplaceAll(prof, " ", ","), func(t *testing.T) {
 				tr, err := runChild(t, f, prof)
 				if os.Getenv("MLX5SIM_TRACE") != "" {

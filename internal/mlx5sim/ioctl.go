@@ -61,6 +61,7 @@ func init() {
 		{1, 0}:           {name: "PD_DESTROY", attrs: []aspec{r(0)}, needCtx: true, fn: ioctlDestroy("pd")},
 		{6, 0}:           {name: "AH_DESTROY", attrs: []aspec{r(0)}, needCtx: true, fn: ioctlDestroy("ah")},
 		{7, 1}:           {name: "MR_DESTROY", attrs: []aspec{r(0)}, needCtx: true, fn: ioctlDestroy("mr")},
+		{7, 4}:           {name: "REG_DMABUF_MR", attrs: []aspec{r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7), r(8)}, needCtx: true, fn: (*call).ioctlRegDmabufMR},
 		{3, 0}:           {name: "CQ_CREATE", attrs: []aspec{r(0), r(1), r(2), o(3), r(4), o(5), r(6), o(7)}, udata: true, needCtx: true, fn: (*call).ioctlCreateCQ},
 		{3, 1}:           {name: "CQ_DESTROY", attrs: []aspec{r(0), r(1)}, needCtx: true, fn: (*call).ioctlDestroyCQ},
 		{4, 0}:           {name: "QP_CREATE", attrs: []aspec{r(0), o(1), o(2), o(3), o(4), o(5), o(6), r(7), r(8), r(9), o(10), o(11), o(12), r(13), r(14)}, udata: true, needCtx: true, fn: (*call).ioctlCreateQP},

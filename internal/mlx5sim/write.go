@@ -35,6 +35,7 @@ func init() {
 		5:  {name: "CREATE_AH", req: 56, resp: 4, udata: true, hasResp: true, fn: (*call).writeCreateAH},
 		8:  {name: "DESTROY_AH", req: 4, fn: writeDestroy("ah")},
 		9:  {name: "REG_MR", req: 40, resp: 12, udata: true, hasResp: true, fn: (*call).writeRegMR},
+		11: {name: "REREG_MR", req: 48, resp: 8, udata: true, hasResp: true, fn: (*call).writeReregMR},
 		13: {name: "DEREG_MR", req: 4, fn: writeDestroy("mr")},
 		17: {name: "CREATE_COMP_CHANNEL", req: 8, resp: 4, hasResp: true, fn: (*call).writeCreateCompChannel},
 		18: {name: "CREATE_CQ", req: 32, resp: 8, udata: true, hasResp: true, fn: (*call).writeCreateCQ},

@@ -110,8 +110,9 @@ struct obj {
 		struct ibv_pd *pd;
 		struct {
 			struct ibv_mr *mr;
-			uint8_t *buf;
+			uint8_t *buf; /* NULL for a dma-buf MR */
 			size_t len;
+			uint64_t base; /* what SGEs address: buf, or the IOVA */
 		} mr;
 		struct ibv_comp_channel *channel;
 		struct ibv_cq *cq;
@@ -412,17 +413,50 @@ static void cmd_pd(struct args *a)
 	cur_pd = o->u.pd;
 }
 
+/* The access of an MR line: access=, else local write, remote write and
+ * remote read. */
+static int mr_access(struct args *a)
+{
+	const char *s = opt(a, "access");
+
+	return s ? (int)parse_u32("access", s) :
+		   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+}
+
+/* Map len bytes at the next MR slot, filled with a pattern of mul and
+ * add; NULL (errno set) when the map fails. */
+static void *map_slot(size_t len, unsigned int mul, unsigned int add)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *addr = (void *)(uintptr_t)(MR_BASE + nmr++ * MR_STRIDE);
+	size_t maplen = (len + page - 1) / page * page;
+	void *buf = mmap(addr, maplen, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (buf == MAP_FAILED)
+		return NULL;
+	if (buf != addr) /* a kernel without MAP_FIXED_NOREPLACE */
+		die("cannot map a buffer at %p", addr);
+	for (size_t i = 0; i < len; i++)
+		((uint8_t *)buf)[i] = (uint8_t)((i * mul + add) & 0xff);
+	return buf;
+}
+
 static void cmd_mr(struct args *a)
 {
-	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	const char *iova_s;
+	uint64_t iova = 0;
 	struct ibv_pd *pd;
 	struct obj *o;
-	size_t len, maplen;
-	void *addr, *buf;
+	size_t len;
+	void *buf;
+	int access;
 
 	positionals(a, 2, 2);
+	access = mr_access(a);
+	iova_s = opt(a, "iova");
+	if (iova_s)
+		iova = parse_u64("iova", iova_s);
 	done(a);
 	need_ctx();
 	o = new_obj(a->pos[0], OBJ_MR);
@@ -432,29 +466,112 @@ static void cmd_mr(struct args *a)
 	pd = current_pd();
 
 	/* The k-th buffer at MR_BASE + k*MR_STRIDE, as in the Go runner. */
-	addr = (void *)(uintptr_t)(MR_BASE + nmr++ * MR_STRIDE);
-	maplen = (len + page - 1) / page * page;
-	buf = mmap(addr, maplen, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (buf == MAP_FAILED) {
+	buf = map_slot(len, 7, 3);
+	if (!buf) {
 		record_err(errno);
 		return;
 	}
-	if (buf != addr) /* a kernel without MAP_FIXED_NOREPLACE */
-		die("mr: cannot map the buffer at %p", addr);
-	for (size_t i = 0; i < len; i++)
-		((uint8_t *)buf)[i] = (uint8_t)((i * 7 + 3) & 0xff);
 
 	errno = 0;
-	o->u.mr.mr = ibv_reg_mr(pd, buf, len, access);
+	if (iova_s)
+		o->u.mr.mr = ibv_reg_mr_iova2(pd, buf, len, iova, access);
+	else
+		o->u.mr.mr = ibv_reg_mr(pd, buf, len, access);
 	if (!o->u.mr.mr) {
 		record_err(errno);
-		munmap(buf, maplen);
+		munmap(buf, len);
 		return;
 	}
 	o->u.mr.buf = buf;
 	o->u.mr.len = len;
+	o->u.mr.base = iova_s ? iova : (uintptr_t)buf;
 	add_obj(o);
+}
+
+/* dmabuf_mr NAME LEN [offset=] [iova=] [access=]: a memfd stands for the
+ * dma-buf (the device has no memory behind an MR); it is closed once
+ * registered, as the kernel holds its own reference. */
+static void cmd_dmabuf_mr(struct args *a)
+{
+	const char *s;
+	uint64_t offset, iova, len;
+	struct ibv_pd *pd;
+	struct obj *o;
+	int access, fd;
+
+	positionals(a, 2, 2);
+	access = mr_access(a);
+	s = opt(a, "offset");
+	offset = s ? parse_u64("offset", s) : 0;
+	s = opt(a, "iova");
+	iova = s ? parse_u64("iova", s) : 0;
+	done(a);
+	need_ctx();
+	o = new_obj(a->pos[0], OBJ_MR);
+	len = parse_u64("dmabuf_mr LEN", a->pos[1]);
+	if (len == 0)
+		die("dmabuf_mr: length 0");
+	pd = current_pd();
+	fd = memfd_create("mlx5sim-dmabuf", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)(offset + len)))
+		die("memfd: %s", strerror(errno));
+	errno = 0;
+	o->u.mr.mr = ibv_reg_dmabuf_mr(pd, offset, len, iova, fd, access);
+	close(fd);
+	if (!o->u.mr.mr) {
+		record_err(errno);
+		return;
+	}
+	o->u.mr.base = iova;
+	add_obj(o);
+}
+
+/* rereg NAME flags=F [len=N] [pd=PD] [access=A]: ibv_rereg_mr; with
+ * IBV_REREG_MR_CHANGE_TRANSLATION onto N new bytes at the next MR slot
+ * (none without len=, which libibverbs refuses). */
+static void cmd_rereg(struct args *a)
+{
+	struct ibv_pd *pd = NULL;
+	struct obj *o;
+	const char *s;
+	uint32_t flags, access;
+	size_t len;
+	void *buf = NULL;
+	int ret;
+
+	positionals(a, 1, 1);
+	flags = parse_u32("flags", need_opt(a, "flags"));
+	access = opt_u32(a, "access");
+	len = opt_u32(a, "len");
+	s = opt(a, "pd");
+	if (s)
+		pd = need_obj(s, OBJ_PD)->u.pd;
+	done(a);
+	need_ctx();
+	o = need_obj(a->pos[0], OBJ_MR);
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && len) { /* len 0: no memory */
+		if (len > MR_STRIDE)
+			die("rereg: len %zu out of range", len);
+		buf = map_slot(len, 5, 1);
+		if (!buf) {
+			record_err(errno);
+			return;
+		}
+	}
+	errno = 0;
+	ret = ibv_rereg_mr(o->u.mr.mr, (int)flags, pd, buf, buf ? len : 0, (int)access);
+	if (ret) {
+		record_err(errno);
+		if (buf)
+			munmap(buf, len);
+		return;
+	}
+	if (buf) {
+		munmap(o->u.mr.buf, o->u.mr.len);
+		o->u.mr.buf = buf;
+		o->u.mr.len = len;
+		o->u.mr.base = (uintptr_t)buf;
+	}
 }
 
 static void cmd_channel(struct args *a)
@@ -671,7 +788,7 @@ static int parse_sges(const char *spec, struct ibv_sge *sge)
 			die("sge length %u out of range", len);
 		if (n == MAX_SGE)
 			die("too many sges");
-		sge[n].addr = (uintptr_t)mr->u.mr.buf + off;
+		sge[n].addr = mr->u.mr.base + off;
 		sge[n].length = len;
 		sge[n].lkey = mr->u.mr.mr->lkey;
 		n++;
@@ -929,6 +1046,8 @@ static void cmd_dump(struct args *a)
 	done(a);
 	need_ctx();
 	mr = need_obj(a->pos[0], OBJ_MR);
+	if (!mr->u.mr.buf)
+		die("dump: %s has no memory", mr->name);
 	off = parse_u64("dump OFF", a->pos[1]);
 	len = parse_u64("dump LEN", a->pos[2]);
 	if (off > mr->u.mr.len || len > mr->u.mr.len - off)
@@ -968,7 +1087,7 @@ static void cmd_destroy(struct args *a)
 		break;
 	case OBJ_MR:
 		ret = ibv_dereg_mr(o->u.mr.mr);
-		if (!ret)
+		if (!ret && o->u.mr.buf)
 			munmap(o->u.mr.buf, o->u.mr.len);
 		break;
 	case OBJ_CHANNEL:
@@ -1017,6 +1136,8 @@ static const struct command commands[] = {
 	{ "open", cmd_open },
 	{ "pd", cmd_pd },
 	{ "mr", cmd_mr },
+	{ "dmabuf_mr", cmd_dmabuf_mr },
+	{ "rereg", cmd_rereg },
 	{ "channel", cmd_channel },
 	{ "cq", cmd_cq },
 	{ "qp", cmd_qp },

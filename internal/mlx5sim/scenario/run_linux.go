@@ -128,7 +128,9 @@ func (r *Runner) cleanup() {
 	}
 	for _, m := range r.mrs {
 		m.mr.Close()
-		m.buf.Close()
+		if m.buf != nil {
+			m.buf.Close()
+		}
 	}
 	for _, p := range r.pds {
 		p.Close()
@@ -163,6 +165,10 @@ func (r *Runner) step(l Line) error {
 		return nil
 	case "mr":
 		return r.mr(l)
+	case "dmabuf_mr":
+		return r.dmabufMR(l)
+	case "rereg":
+		return r.rereg(l)
 	case "channel":
 		name, err := l.arg(0)
 		if err != nil {
@@ -253,7 +259,7 @@ func (r *Runner) mr(l Line) error {
 	for i := range b {
 		b[i] = byte(i*7 + 3)
 	}
-	m, err := r.pd.RegMR(buf, qp.AccessLocalWrite|qp.AccessRemoteWrite|qp.AccessRemoteRead)
+	m, err := r.regMR(l, buf)
 	if err != nil {
 		buf.Close()
 		return err
@@ -448,7 +454,7 @@ func (r *Runner) sges(l Line) ([]uverbs.SGE, error) {
 		if m == nil {
 			return nil, bad("line %d: no MR %q", l.Num, s.MR)
 		}
-		out = append(out, uverbs.SGE{Addr: m.buf.Addr() + s.Off, Length: uint32(s.Len), LKey: m.mr.LKey})
+		out = append(out, uverbs.SGE{Addr: m.mr.Addr + s.Off, Length: uint32(s.Len), LKey: m.mr.LKey})
 	}
 	return out, nil
 }
@@ -568,8 +574,8 @@ func (r *Runner) dump(l Line) error {
 		return bad("%v", err)
 	}
 	m := r.mrs[name]
-	if m == nil {
-		return bad("line %d: no MR %q", l.Num, name)
+	if m == nil || m.buf == nil {
+		return bad("line %d: no MR %q with memory", l.Num, name)
 	}
 	so, err1 := l.arg(1)
 	sn, err2 := l.arg(2)
@@ -599,7 +605,10 @@ func (r *Runner) destroy(l Line) error {
 		delete(r.cqs, name)
 	case r.mrs[name] != nil:
 		m := r.mrs[name]
-		err = errors.Join(m.mr.Close(), m.buf.Close())
+		err = m.mr.Close()
+		if m.buf != nil {
+			err = errors.Join(err, m.buf.Close())
+		}
 		delete(r.mrs, name)
 	case r.ahs[name] != nil:
 		err = r.ahs[name].Close()

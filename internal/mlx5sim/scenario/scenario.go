@@ -125,3 +125,25 @@ func (l Line) SGEs() ([]SGESpec, error) {
 	}
 	return out, nil
 }
+
+// Fits reports whether a run profile (key=value words, as the tests'
+// profile matrix writes them) agrees with the scenario's profile lines:
+// a scenario that needs the ioctl interface (REG_DMABUF_MR has no write
+// command) says "profile iface=ioctl" and runs under no other.
+func Fits(lines []Line, prof string) bool {
+	want := Profile(lines)
+	for _, w := range strings.Fields(prof) {
+		k, v, _ := strings.Cut(w, "=")
+		if s, ok := want[k]; ok && s != v {
+			return false
+		}
+	}
+	return true
+}
+
+// FileFits is Fits for a scenario file; a file that does not parse fits
+// every profile (its run reports the error).
+func FileFits(path, prof string) bool {
+	lines, err := ParseFile(path)
+	return err != nil || Fits(lines, prof)
+}
