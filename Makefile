@@ -11,7 +11,7 @@ FUZZTIME ?= 30000x
 QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/... ./internal/barrier/ ./internal/kcall/... ./rsocket/
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
-.PHONY: hwtest bench-vm all build test fast slow unit lint vet staticcheck vulncheck check-unsafe fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
+.PHONY: vmtest-stress hwtest bench-vm all build test fast slow unit lint vet staticcheck vulncheck check-unsafe fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
 
 all: build
 
@@ -138,6 +138,13 @@ vmtest: deps
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrAsked|TestGuestNoStarve|TestGuestConnectRefused' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
+
+# The rsocket twin against rstream in both roles, many rounds (make vmtest
+# runs one): no client may hang where rstream's own pair completes.
+STRESS_ROUNDS ?= 10
+vmtest-stress: deps
+	$(GO) run ./internal/vmtest/cmd/vmtest prepare
+	STRESS_ROUNDS=$(STRESS_ROUNDS) VMTEST=1 $(GO) test -count=1 -timeout 60m -v -run TestStreamNeverHangs ./cmd/rsocket-stream/
 
 # The uverbs and cm checks and both commands on this host's own RDMA device
 # (RDMA_DEV=mlx5_0; default: the first device), as a Markdown report to
