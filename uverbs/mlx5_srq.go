@@ -9,6 +9,7 @@ package uverbs
 // by pointer as in mlx5_qp.go.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -308,15 +309,40 @@ func (c *mlx5CQ) srqResponder(w *WC, e []byte, s *mlx5SRQ) rdma.WCStatus {
 	return rdma.WCSuccess
 }
 
-// copyToRecv is mlx5_copy_to_recv_srq: like a QP's receive WQE, over
-// 1 << (wqe_shift - 4) segments after the next segment.
+// copyToRecv is mlx5_copy_to_recv_srq: size bytes of the CQE into the
+// WQE's data segments, over 1 << (wqe_shift - 4) segments (libmlx5's
+// bound, which counts the next segment's slot too, so a payload the
+// segments do not hold reads one past the WQE). Where libmlx5 would copy
+// through a NULL address or past the CQ buffer (a CQE longer than the
+// WQE, which the HCA reports as an error instead), this answers
+// IBV_WC_LOC_LEN_ERR.
 func (s *mlx5SRQ) copyToRecv(idx int, cqbuf []byte, off, size int) rdma.WCStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mem == nil {
 		return rdma.WCGeneralErr
 	}
-	var noQP *mlx5QP // copyToScat uses no QP state
-	st, _ := noQP.copyToScat(s.mem, s.wqe(idx)+mlx5SRQNextSeg, cqeSrc(cqbuf, off), size, 1<<(s.wqeShift-4))
-	return st
+	src := cqeSrc(cqbuf, off)
+	seg := s.wqe(idx) + mlx5SRQNextSeg
+	done := 0
+	for i := 0; i < 1<<(s.wqeShift-4); i++ {
+		if seg+mlx5DataSegSize > len(s.mem) {
+			break
+		}
+		c := min(size, int(be32(s.mem, seg)))
+		if c > 0 {
+			addr := binary.BigEndian.Uint64(s.mem[seg+8:])
+			if addr == 0 || done+c > len(src) {
+				return rdma.WCLocLenErr
+			}
+			copy(memAt(addr, c), src[done:done+c])
+		}
+		size -= c
+		done += c
+		if size <= 0 {
+			return rdma.WCSuccess
+		}
+		seg += mlx5DataSegSize
+	}
+	return rdma.WCLocLenErr
 }
