@@ -245,3 +245,22 @@ func TestSRQCloseBusy(t *testing.T) {
 		t.Errorf("Arm(-1): %v", err)
 	}
 }
+
+func TestMLX5SRQWithoutWaitQueue(t *testing.T) {
+	f := newMLX5Fake(t, qp.RC, qp.Cap{MaxSendWR: 4, MaxSendSGE: 1})
+	f.p.resp.MaxSRQRecvWR = 16 // 2*10+1 WQEs do not fit: no wait queue
+	s := &SRQ{pd: f.q.pd}
+	init := SRQInit{MaxWR: 10, MaxSGE: 1}
+	if _, _, err := f.p.srqData(s, &init); err != nil {
+		t.Fatal(err)
+	}
+	m := s.drv.(*mlx5SRQ)
+	defer m.free()
+	if m.max != 16 || m.tail != 15 || m.waitqHead != -1 || m.waitqTail != -1 || m.wqeShift != 5 || init.MaxWR != 15 {
+		t.Errorf("max %d tail %d waitq %d..%d shift %d command max_wr %d", m.max, m.tail, m.waitqHead, m.waitqTail, m.wqeShift, init.MaxWR)
+	}
+	big := SRQInit{MaxWR: 17, MaxSGE: 1}
+	if _, _, err := f.p.srqData(&SRQ{pd: f.q.pd}, &big); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("17 WRs beyond max_srq_recv_wr 16: %v", err)
+	}
+}
