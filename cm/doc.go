@@ -33,7 +33,9 @@
 //     ID is the new passive ID (Event.Listener is the listener).
 //  4. For data, give the ID a QP: CreateQP (the library moves it through
 //     INIT, RTR and RTS, as rdma_create_qp does) or an application QP,
-//     moved with InitQPAttr and passed by number in ConnParam.QPNum.
+//     moved with InitQPAttr and passed by number in ConnParam.QPNum. A
+//     library QP may receive from a shared receive queue (ID.CreateSRQ,
+//     as rdma_create_srq; QPInit.SRQ), shared by many IDs' QPs.
 //  5. Destroy IDs when done.
 //
 // # ECE
@@ -135,9 +137,10 @@
 // Migrating an ID between channels (rdma_migrate_id), the AF_IB address
 // family and rdma_getaddrinfo, setting an IB path record
 // (RDMA_OPTION_IB_PATH), the IP-only QUERY_ROUTE command (QUERY ADDR and
-// PATH are used), SRQs and XRC on library QPs, rdma_create_ep and the
-// rdma_verbs.h helpers, and attaching a library QP to a joined multicast
-// group (attach it with the verbs layer using Multicast.AH). The user
+// PATH are used), XRC on library QPs (SRQs are there: ID.CreateSRQ and
+// QPInit.SRQ), rdma_create_ep and the rdma_verbs.h helpers, and attaching
+// a library QP to a joined multicast group (attach it with the verbs layer
+// using Multicast.AH). The user
 // backend also refuses UD IDs (the engine has SIDR, the backend does not
 // wire it), multicast, IPv6, AF_IB and InfiniBand-link ports, which need
 // an SA path query.

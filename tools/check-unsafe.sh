@@ -21,6 +21,8 @@ uverbs/rxe.go
 uverbs/mlx5.go
 uverbs/mlx5_qp.go
 uverbs/mlx5_cq.go
+uverbs/mlx5_srq.go
+uverbs/rxe_srq.go
 internal/mlx5sim/install.go
 '
 

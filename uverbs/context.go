@@ -61,6 +61,7 @@ type Context struct {
 	cqs      map[uint64]*CQ // by user handle (completion events name it)
 	channels map[*CompChannel]struct{}
 	pds      map[*PD]struct{}
+	srqs     map[*SRQ]struct{} // made by the first CreateSRQ
 }
 
 // Open opens the device called name ("" for the first one).
@@ -267,7 +268,7 @@ func (x *Context) lockOpen(op string) error {
 	return nil
 }
 
-// Close destroys every object still open, children first (QPs, AHs, MRs,
+// Close destroys every object still open, children first (QPs, SRQs, AHs, MRs,
 // CQs, completion channels, PDs), then the async fd and the device fd.
 func (x *Context) Close() error {
 	x.mu.Lock()
@@ -277,9 +278,13 @@ func (x *Context) Close() error {
 	}
 	x.closed = true // no new objects from here on
 	qps, ahs, mrs, cqs, chans, pds := slices.Clone(x.qps), keys(x.ahs), keys(x.mrs), values(x.cqs), keys(x.channels), keys(x.pds)
+	srqs := keys(x.srqs)
 	x.mu.Unlock()
 	var errs []error
 	for _, o := range qps {
+		errs = append(errs, o.Close())
+	}
+	for _, o := range srqs {
 		errs = append(errs, o.Close())
 	}
 	for _, o := range ahs {
@@ -542,7 +547,7 @@ func (x *Context) sysfsGIDs() ([]GIDEntry, error) {
 type AsyncEvent struct {
 	Type AsyncEventType
 	// Element is the port number for port events, else the user handle of
-	// the CQ or QP (see QP.Handle, CQ.Handle).
+	// the CQ, QP or SRQ (see QP.Handle, CQ.Handle, SRQ.Handle).
 	Element uint64
 }
 
@@ -551,17 +556,24 @@ type AsyncEventType uint32
 
 // Async event types used here.
 const (
-	EventCQErr        AsyncEventType = 0
-	EventQPFatal      AsyncEventType = 1
-	EventQPReqErr     AsyncEventType = 2
-	EventQPAccessErr  AsyncEventType = 3
-	EventCommEst      AsyncEventType = 4
-	EventSQDrained    AsyncEventType = 5
-	EventPathMig      AsyncEventType = 6
-	EventPathMigErr   AsyncEventType = 7
-	EventDeviceFatal  AsyncEventType = 8
-	EventPortActive   AsyncEventType = 9
-	EventPortErr      AsyncEventType = 10
+	EventCQErr       AsyncEventType = 0
+	EventQPFatal     AsyncEventType = 1
+	EventQPReqErr    AsyncEventType = 2
+	EventQPAccessErr AsyncEventType = 3
+	EventCommEst     AsyncEventType = 4
+	EventSQDrained   AsyncEventType = 5
+	EventPathMig     AsyncEventType = 6
+	EventPathMigErr  AsyncEventType = 7
+	EventDeviceFatal AsyncEventType = 8
+	EventPortActive  AsyncEventType = 9
+	EventPortErr     AsyncEventType = 10
+	// EventSRQErr: the SRQ failed; Element is SRQ.Handle.
+	EventSRQErr AsyncEventType = 14
+	// EventSRQLimitReached: fewer WRs than the armed limit remain in the
+	// SRQ (SRQ.Arm); Element is SRQ.Handle. The SRQ is disarmed.
+	EventSRQLimitReached AsyncEventType = 15
+	// EventLastWQEReach: a QP on an SRQ, in the error state, will take no
+	// more WQEs from the SRQ (IB_EVENT_QP_LAST_WQE_REACHED).
 	EventLastWQEReach AsyncEventType = 16
 	EventGIDChange    AsyncEventType = 18
 )

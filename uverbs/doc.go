@@ -11,14 +11,29 @@
 // Go heap; or the caller's own mapping, UserBuffer, which refuses Go-heap
 // memory), at an IOVA of the caller's (RegMRIOVA) or over a dma-buf
 // (RegDmabufMR), re-registered in place (MR.Rereg), completion channels,
-// CQs, QPs (RC, UC, UD) and AHs. Commands
+// CQs, QPs (RC, UC, UD), shared receive queues and AHs. Commands
 // use the ioctl interface (RDMA_VERBS_IOCTL: native methods for context,
-// port, GID table, CQ/QP create and every destroy; other commands wrapped
+// port, GID table, CQ/QP/SRQ create and every destroy; other commands wrapped
 // in UVERBS_METHOD_INVOKE_WRITE) and fall back per operation to write()
 // commands where the kernel lacks a method; Options.Interface can force
 // write() only. QP.Modify checks every request with package qp (state
 // table and value ranges) before the syscall. Close releases objects
 // children first; Context.Close releases everything still open.
+//
+// Shared receive queues. PD.CreateSRQ makes one receive pool (SRQInit:
+// MaxWR and MaxSGE, refused beyond the device's MaxSRQWR and MaxSRQSGE)
+// that any number of QPs created with QPInit.SRQ consume from; receive
+// completions still go to each QP's receive CQ and name the QP. Post to
+// SRQ.PostRecv (QP.PostRecv on such a QP fails). SRQ.Arm sets the limit:
+// once fewer WRs than it remain, the async event fd reports one
+// EventSRQLimitReached whose Element is SRQ.Handle, and the SRQ is
+// disarmed until the next Arm. SRQ.Query reads the kernel's view (mlx5
+// counts the WQEs libmlx5 keeps for its wait queue there; Cap is what the
+// caller can post), and SRQ.Close fails with ErrBusy while QPs use it.
+// Both providers post without a syscall: rxe writes the ring the kernel
+// shares, mlx5 takes WQEs off a free list linked through their next
+// segments and publishes the count posted in the doorbell record, as
+// libmlx5 does; completions return the WQEs to the list.
 //
 // Event fds (completion channels and the async event fd) are non-blocking
 // and sit in the Go netpoller; waits take a context, Close interrupts them,
@@ -33,7 +48,7 @@
 // The mlx5 provider (ConnectX, BlueField) has the whole data path, after
 // libmlx5 from rdma-core v44 with its default settings: CQ and work queue
 // buffers and doorbell records mmap'd off the Go heap, static or dynamic
-// UARs, RC, UC and UD QPs, PostSend with inline data and BlueFlame
+// UARs, RC, UC and UD QPs, SRQs, PostSend with inline data and BlueFlame
 // doorbells, PostRecv, Poll with error syndromes and scatter-to-CQE, and
 // CQ arming through the UAR; none of them makes a syscall. It is proven
 // byte for byte, barriers included, against NVIDIA's libmlx5 on a

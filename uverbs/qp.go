@@ -20,6 +20,11 @@ type QPInit struct {
 	Cap    qp.Cap
 	// SignalAll makes every send WR generate a completion.
 	SignalAll bool
+	// SRQ, when set, makes the QP receive from this shared receive queue:
+	// the QP has no receive queue of its own, Cap.MaxRecvWR and
+	// Cap.MaxRecvSGE are ignored, and QP.PostRecv fails (post to
+	// SRQ.PostRecv). Receive completions still go to RecvCQ.
+	SRQ *SRQ
 }
 
 // QP is a queue pair.
@@ -32,6 +37,7 @@ type QP struct {
 	cap     qp.Cap
 	sendCQ  *CQ
 	recvCQ  *CQ
+	srq     *SRQ // the shared receive queue, or nil
 
 	mu    sync.Mutex // state and modify
 	state qp.State
@@ -76,6 +82,9 @@ func (q *QP) Handle() uint64 { return q.uhandle }
 // PD is the protection domain of the QP.
 func (q *QP) PD() *PD { return q.pd }
 
+// SRQ is the shared receive queue the QP was created on, or nil.
+func (q *QP) SRQ() *SRQ { return q.srq }
+
 // CreateQP creates a QP in RESET (QP/CREATE, or CREATE_QP) and maps its
 // work queues when the provider shares them.
 func (pd *PD) CreateQP(init QPInit) (*QP, error) {
@@ -98,13 +107,29 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 // createQPLocked is CreateQP under the context's lock.
 func (pd *PD) createQPLocked(init QPInit) (*QP, error) {
 	x := pd.ctx
+	if init.SRQ != nil {
+		if err := x.useSRQ(init.SRQ); err != nil {
+			return nil, err
+		}
+		init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE = 0, 0
+	}
+	q, err := pd.createQPOn(init)
+	if err != nil && init.SRQ != nil {
+		init.SRQ.qps--
+	}
+	return q, err
+}
+
+// createQPOn is createQPLocked once the SRQ, if any, counts the QP.
+func (pd *PD) createQPOn(init QPInit) (*QP, error) {
+	x := pd.ctx
 	q := x.prov.allocQP()
-	q.pd, q.uhandle, q.typ, q.sendCQ, q.recvCQ = pd, x.handle(), init.Type, init.SendCQ, init.RecvCQ
+	q.pd, q.uhandle, q.typ, q.sendCQ, q.recvCQ, q.srq = pd, x.handle(), init.Type, init.SendCQ, init.RecvCQ, init.SRQ
 	// The provider may change init.Cap (mlx5's inline size).
 	w := &x.qpCreate
 	w.init = init
 	drvIn, drvOut, err := x.prov.qpData(q, &w.init)
-	w.init.SendCQ, w.init.RecvCQ = nil, nil // not kept past the call
+	w.init.SendCQ, w.init.RecvCQ, w.init.SRQ = nil, nil, nil // not kept past the call
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +145,9 @@ func (pd *PD) createQPLocked(init QPInit) (*QP, error) {
 		call.IDR(abi.UverbsAttrCreateQPPDHandle, pd.handle)
 		call.IDR(abi.UverbsAttrCreateQPSendCQHandle, init.SendCQ.handle)
 		call.IDR(abi.UverbsAttrCreateQPRecvCQHandle, init.RecvCQ.handle)
+		if init.SRQ != nil {
+			call.IDR(abi.UverbsAttrCreateQPSRQHandle, init.SRQ.handle)
+		}
 		h := call.IDR(abi.UverbsAttrCreateQPHandle, 0)
 		call.Const(abi.UverbsAttrCreateQPType, uint64(init.Type))
 		call.U64(abi.UverbsAttrCreateQPUserHandle, q.uhandle)
@@ -151,6 +179,9 @@ func (pd *PD) createQPLocked(init QPInit) (*QP, error) {
 		}
 		if init.SignalAll {
 			req.SQSigAll = 1
+		}
+		if init.SRQ != nil {
+			req.SRQHandle, req.IsSRQ = init.SRQ.handle, 1
 		}
 		var resp abi.UverbsCreateQPResp
 		err = x.exec(&cmd{num: abi.UverbsCmdCreateQP, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvIn: drvIn, drvOut: drvOut})
@@ -191,6 +222,9 @@ func (q *QP) Close() error {
 		q.err = opErr("destroy QP", x.dev.Name, err)
 		x.mu.Lock()
 		x.dropQP(q)
+		if q.srq != nil {
+			q.srq.qps--
+		}
 		x.mu.Unlock()
 	})
 	return q.err
@@ -444,8 +478,13 @@ func (q *QP) PostSend(wrs []SendWR) error {
 	return q.ops.postSend(wrs)
 }
 
-// PostRecv posts wrs to the receive queue.
+// PostRecv posts wrs to the receive queue. A QP created on an SRQ has
+// none: the error matches ErrInvalidArgument (post to SRQ.PostRecv).
 func (q *QP) PostRecv(wrs []RecvWR) error {
+	if q.srq != nil {
+		return &rdma.OpError{Pkg: "uverbs", Op: fmt.Sprintf("post receive on QP %#x", q.num), Device: q.pd.ctx.dev.Name,
+			Err: fmt.Errorf("%w: the QP receives from SRQ %#x; post to the SRQ", ErrInvalidArgument, q.srq.num)}
+	}
 	if q.ops == nil {
 		return notSupported("post receive", q.pd.ctx.dev.Name, "no data path for provider "+q.pd.ctx.prov.name())
 	}

@@ -101,11 +101,14 @@ func (*rxeProvider) newQP(q *QP, out []byte) (qpOps, error) {
 	if err := r.sqRing.mapRing(x.fd, resp.SQMI, int(unsafe.Sizeof(abi.RxeSendWQE{}))); err != nil {
 		return nil, opErr("map send queue", x.dev.Name, err)
 	}
-	if err := r.rqRing.mapRing(x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{}))); err != nil {
-		r.sqRing.unmap()
-		return nil, opErr("map receive queue", x.dev.Name, err)
+	r.sq = &r.sqRing
+	if q.srq == nil { // a QP on an SRQ has no receive queue
+		if err := r.rqRing.mapRing(x.fd, resp.RQMI, int(unsafe.Sizeof(abi.RxeRecvWQE{}))); err != nil {
+			r.sqRing.unmap()
+			return nil, opErr("map receive queue", x.dev.Name, err)
+		}
+		r.rq = &r.rqRing
 	}
-	r.sq, r.rq = &r.sqRing, &r.rqRing
 	resPtr := kcall.SinkPtr()
 	if resPtr == 0 { // no page outside the heap: a word of ours, pinned
 		r.dbResp = new(uint32)
