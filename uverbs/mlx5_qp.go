@@ -44,6 +44,7 @@ const (
 	mlx5SndDBR             = 1 // MLX5_SND_DBR
 	mlx5CtrlSize           = 16
 	mlx5RaddrSize          = 16
+	mlx5AtomicSize         = 16
 	mlx5DataSegSize        = 16
 	mlx5DatagramSize       = 48
 )
@@ -52,6 +53,7 @@ const (
 var mlx5IBOpcode = [...]uint32{
 	OpRDMAWrite: mlx5OpcodeRDMAWrite, OpRDMAWriteWithImm: mlx5OpcodeRDMAWriteImm,
 	OpSend: mlx5OpcodeSend, OpSendWithImm: mlx5OpcodeSendImm, OpRDMARead: mlx5OpcodeRDMARead,
+	OpAtomicCompareSwap: mlx5OpcodeAtomicCS, OpAtomicFetchAdd: mlx5OpcodeAtomicFA,
 }
 
 // mlx5WQ is struct mlx5_wq.
@@ -106,6 +108,7 @@ type mlx5QP struct {
 	bf      *mlx5BF
 
 	maxInline  int
+	atomics    bool // atomics_enabled: the device's atomic_cap is not NONE
 	signalBits uint8
 	fmCache    uint8
 	rsn        uint32
@@ -247,6 +250,7 @@ func (p *mlx5Provider) qpData(q *QP, init *QPInit) (in, out []byte, err error) {
 	m.rq.setSize(s.rq)
 	m.maxInline = s.maxInline
 	m.bufSize = s.total
+	m.atomics = p.atomicCap != AtomicNone
 	init.Cap.MaxInlineData = s.cmdInline
 	if init.SignalAll {
 		m.signalBits = mlx5WQECtrlCQUpdate // sq_signal_bits
@@ -485,10 +489,13 @@ const (
 	stopAV        // a UD WR needs its AH's address vector
 	stopInline    // set_data_inl_seg failed
 	stopInlineSeg // the inline data segment is left to setDataInlSeg
+	stopAtomicArg // an atomic that checkAtomicWR refuses
+	stopAtomicCap // an atomic on a QP without atomics_enabled
 )
 
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
-// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, then post_send_db:
+// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD and the two atomics on
+// RC, then post_send_db:
 // writeWQEs checks and writes the WRs' WQEs, and one doorbell rings for
 // all. Whatever needs a call is done in postSendRest, out of writeWQEs'
 // loop (a call there would make it spill its values on every WR): the
@@ -586,6 +593,11 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 			sq.curPost, m.fmCache = curPost, nextFence
 			return nreq, size, ctrl, stopOpcode
 		}
+		if op >= OpAtomicCompareSwap && (m.typ != qp.RC || m.q.maxRdAtomic.Load() == 0 || wr.RemoteAddr&7 != 0 ||
+			flags&SendInline != 0 || len(sges) != 1 || sges[0].Length != 8) {
+			sq.curPost, m.fmCache = curPost, nextFence
+			return nreq, size, ctrl, stopAtomicArg // checked before libmlx5's checks: nothing is written
+		}
 		if sq.head-sq.tail.Load()+uint32(nreq) >= sq.maxPost && !locked {
 			sq.curPost, m.fmCache = curPost, nextFence
 			return nreq, size, ctrl, stopOverflow // mlx5_wq_overflow's first look; postSend makes the second
@@ -644,6 +656,25 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 				binary.BigEndian.PutUint32(w[28:], 0)
 				seg += mlx5RaddrSize
 				sz += mlx5RaddrSize / 16
+			} else if op >= OpAtomicCompareSwap {
+				if !m.atomics {
+					// After the ctrl segment's second half, as libmlx5.
+					sq.curPost, m.fmCache = curPost, nextFence
+					return nreq, size, ctrl, stopAtomicCap
+				}
+				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
+				binary.BigEndian.PutUint32(w[24:], wr.RKey)
+				binary.BigEndian.PutUint32(w[28:], 0)
+				// set_atomic_seg: swap_add, then compare for CAS only (a
+				// fetch-and-add leaves the slot's old bytes, as libmlx5).
+				if op == OpAtomicCompareSwap {
+					binary.BigEndian.PutUint64(w[32:], wr.Swap)
+					binary.BigEndian.PutUint64(w[40:], wr.CompareAdd)
+				} else {
+					binary.BigEndian.PutUint64(w[32:], wr.CompareAdd)
+				}
+				seg += mlx5RaddrSize + mlx5AtomicSize
+				sz += (mlx5RaddrSize + mlx5AtomicSize) / 16
 			}
 		} else {
 			// set_datagram_seg: the AH's address vector, with the remote QP
@@ -766,6 +797,10 @@ func (m *mlx5QP) postSendErr(wrs []SendWR, i, stop int) error {
 		return m.sendErr(i, n, ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(m.sq.stateMaxGS, 0)))
 	case stopNoAH:
 		return m.sendErr(i, n, ErrInvalidArgument, unix.EINVAL, "UD send without an AH")
+	case stopAtomicArg:
+		return m.atomicErr(i, n, checkAtomicWR(m.q, wr))
+	case stopAtomicCap:
+		return m.atomicErr(i, n, errAtomicCap(m.p.x.dev.Name))
 	}
 	for _, s := range wr.SGEs {
 		if s.Length != 0 && s.Addr < 4096 && wr.InlineData == nil {
