@@ -7,17 +7,6 @@ import (
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
-// Atomics: 8-byte compare-and-swap and fetch-and-add on the peer's
-// memory. The target is a RemoteBuf of memory the peer registered with
-// RegAtomic (remote atomic access; the endpoint's QP allows remote
-// atomics whenever it has responder resources, as librdmacm's); the
-// value it held before the operation lands in 8 bytes of a local MR, in
-// the host's byte order (binary.NativeEndian.Uint64 reads it), once
-// WaitSend returns the completion (Opcode WCCompSwap or WCFetchAdd, ID
-// the local offset). The operations are atomic against each other on
-// the target's device, from every connection, not against the target
-// host's CPUs (uverbs.AtomicHCA).
-
 // RegAtomic allocates and registers size bytes the peer may use as the
 // target of atomics, and read and write (local write, remote read,
 // write and atomic).
@@ -33,12 +22,24 @@ const atomicAccess = qp.AccessLocalWrite | qp.AccessRemoteRead | qp.AccessRemote
 // and, if they are equal, stores swap there; the value dst held lands in
 // m at off (8 bytes). Whether the swap happened is whether that value
 // equals compare.
+//
+// dst is memory the peer registered with RegAtomic, its address 8-byte
+// aligned (else ErrInvalidArgument, before anything is posted); the
+// endpoint's QP serves atomics whenever it has responder resources, as
+// librdmacm's. Both the target and the result are in the host's byte
+// order: binary.NativeEndian.Uint64(m.Bytes()[off:]) reads the result
+// once WaitSend returns the completion (Opcode WCCompSwap, ByteLen 8, ID
+// off). Atomics are atomic against each other on the target's device,
+// from every connection, not against the target host's CPUs
+// (uverbs.AtomicHCA); a device without atomics fails the post with
+// ErrNotSupported.
 func (ep *Endpoint) PostCompareSwap(m *MR, off int, dst RemoteBuf, compare, swap uint64) error {
 	return ep.postAtomic(m, off, dst, uverbs.OpAtomicCompareSwap, compare, swap)
 }
 
 // PostFetchAdd adds add to the 8 bytes at the start of dst (wrapping at
-// 2^64); the value dst held before lands in m at off (8 bytes).
+// 2^64); the value dst held before lands in m at off (8 bytes). The
+// completion's Opcode is WCFetchAdd; otherwise as PostCompareSwap.
 func (ep *Endpoint) PostFetchAdd(m *MR, off int, dst RemoteBuf, add uint64) error {
 	return ep.postAtomic(m, off, dst, uverbs.OpAtomicFetchAdd, add, 0)
 }

@@ -8,7 +8,10 @@ import (
 	"github.com/go-rdma/rdmacm/qp"
 )
 
-// Atomics: an RC QP posts OpAtomicCompareSwap or OpAtomicFetchAdd with
+// AtomicCap is the device's atomic capability (enum ibv_atomic_cap), in
+// DeviceAttr.AtomicCap.
+//
+// An RC QP posts OpAtomicCompareSwap or OpAtomicFetchAdd with
 // RemoteAddr and RKey naming 8 bytes of the peer's memory, registered
 // with qp.AccessRemoteAtomic on a QP whose access flags allow remote
 // atomics, and one SGE of exactly 8 bytes that receives the value the
@@ -25,9 +28,6 @@ import (
 // unix.EINVAL: on a QP other than RC, a QP whose max_rd_atomic is 0
 // (it could never issue one), a remote address not 8-byte aligned, or
 // anything but one 8-byte, non-inline SGE.
-
-// AtomicCap is the device's atomic capability (enum ibv_atomic_cap), in
-// DeviceAttr.AtomicCap.
 type AtomicCap uint32
 
 // Atomic capabilities.

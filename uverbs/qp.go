@@ -397,7 +397,7 @@ const (
 	OpSendWithImm      Opcode = 3
 	OpRDMARead         Opcode = 4
 	// OpAtomicCompareSwap and OpAtomicFetchAdd are the 8-byte atomics
-	// (see atomic.go): RC only, one 8-byte SGE for the original value,
+	// (see AtomicCap): RC only, one 8-byte SGE for the original value,
 	// RemoteAddr 8-byte aligned.
 	OpAtomicCompareSwap Opcode = 5
 	OpAtomicFetchAdd    Opcode = 6
