@@ -489,6 +489,7 @@ const (
 	stopAV        // a UD WR needs its AH's address vector
 	stopInline    // set_data_inl_seg failed
 	stopInlineSeg // the inline data segment is left to setDataInlSeg
+	stopAtomic    // an atomic (or a bad opcode): atomicWQE
 	stopAtomicArg // an atomic that checkAtomicWR refuses
 	stopAtomicCap // an atomic on a QP without atomics_enabled
 )
@@ -552,6 +553,12 @@ func (m *mlx5QP) postSendRest(wrs []SendWR, nreq, size, ctrl, stop int) (int, in
 		case stopAV:
 			ah = wrs[nreq].AH
 			av = m.p.av(ah.num)
+		case stopAtomic:
+			sz, c, st := m.atomicWQE(&wrs[nreq], uint32(nreq))
+			if st != 0 {
+				return nreq, size, ctrl, m.postSendErr(wrs, nreq, st)
+			}
+			nreq, size, ctrl = nreq+1, sz, c
 		case stopInlineSeg:
 			sz, c, st := m.finishInlineWQE(&wrs[nreq], uint32(nreq))
 			if st != 0 {
@@ -589,14 +596,10 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 	for ; nreq < len(wrs); nreq++ {
 		wr := &wrs[nreq]
 		op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
-		if uint(op) >= uint(len(mlx5IBOpcode)) {
+		if uint(op) >= uint(OpAtomicCompareSwap) {
+			// Atomics, and opcodes out of range, in one test: atomicWQE.
 			sq.curPost, m.fmCache = curPost, nextFence
-			return nreq, size, ctrl, stopOpcode
-		}
-		if op >= OpAtomicCompareSwap && (m.typ != qp.RC || m.q.maxRdAtomic.Load() == 0 || wr.RemoteAddr&7 != 0 ||
-			flags&SendInline != 0 || len(sges) != 1 || sges[0].Length != 8) {
-			sq.curPost, m.fmCache = curPost, nextFence
-			return nreq, size, ctrl, stopAtomicArg // checked before libmlx5's checks: nothing is written
+			return nreq, size, ctrl, stopAtomic
 		}
 		if sq.head-sq.tail.Load()+uint32(nreq) >= sq.maxPost && !locked {
 			sq.curPost, m.fmCache = curPost, nextFence
@@ -656,25 +659,6 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 				binary.BigEndian.PutUint32(w[28:], 0)
 				seg += mlx5RaddrSize
 				sz += mlx5RaddrSize / 16
-			} else if op >= OpAtomicCompareSwap {
-				if !m.atomics {
-					// After the ctrl segment's second half, as libmlx5.
-					sq.curPost, m.fmCache = curPost, nextFence
-					return nreq, size, ctrl, stopAtomicCap
-				}
-				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
-				binary.BigEndian.PutUint32(w[24:], wr.RKey)
-				binary.BigEndian.PutUint32(w[28:], 0)
-				// set_atomic_seg: swap_add, then compare for CAS only (a
-				// fetch-and-add leaves the slot's old bytes, as libmlx5).
-				if op == OpAtomicCompareSwap {
-					binary.BigEndian.PutUint64(w[32:], wr.Swap)
-					binary.BigEndian.PutUint64(w[40:], wr.CompareAdd)
-				} else {
-					binary.BigEndian.PutUint64(w[32:], wr.CompareAdd)
-				}
-				seg += mlx5RaddrSize + mlx5AtomicSize
-				sz += (mlx5RaddrSize + mlx5AtomicSize) / 16
 			}
 		} else {
 			// set_datagram_seg: the AH's address vector, with the remote QP
