@@ -53,9 +53,6 @@ func (c AtomicCap) String() string {
 	return "AtomicCap(" + strconv.Itoa(int(c)) + ")"
 }
 
-// isAtomic reports whether op is one of the two atomics.
-func isAtomic(op Opcode) bool { return op == OpAtomicCompareSwap || op == OpAtomicFetchAdd }
-
 // checkAtomicWR is what every provider checks of an atomic WR beyond the
 // device's capability: an RC QP that may issue atomics, an aligned remote
 // address and one 8-byte SGE for the result. It returns nil or an error
