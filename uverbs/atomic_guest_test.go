@@ -31,8 +31,8 @@ func pollOne(t *testing.T, r *rig) WC {
 // TestGuestAtomics runs both atomics over an rxe loopback RC pair: the
 // device reports ATOMIC_HCA, fetch-and-add and compare-and-swap return
 // the old value in host order and change the target, every malformed
-// atomic is refused before posting, and one aimed at memory without
-// remote atomic access completes with a remote access error.
+// atomic is refused before posting, and one aimed at memory or a QP
+// without remote atomic access completes with an error.
 func TestGuestAtomics(t *testing.T) {
 	for _, iface := range interfaces {
 		t.Run(iface.String(), func(t *testing.T) {
@@ -145,6 +145,20 @@ func TestGuestAtomics(t *testing.T) {
 			}
 			a.Close()
 			b.Close()
+
+			// A responder QP without remote atomic access refuses too.
+			e, f := r.rcQP(t, qp.RC), r.rcQP(t, qp.RC)
+			defer e.Close()
+			defer f.Close()
+			r.connect(t, e, f.Num(), 1)
+			r.connect(t, f, e.Num(), 1) // remote write and read only
+			if err := e.PostSend([]SendWR{good}); err != nil {
+				t.Fatal(err)
+			}
+			// rxe's responder NAKs it as an invalid request (check_op_valid).
+			if wc := pollOne(t, r); wc.Status != rdma.WCRemInvReqErr {
+				t.Errorf("atomic to a QP without remote atomic access: %v, want %v", wc.Status, rdma.WCRemInvReqErr)
+			}
 		})
 	}
 }
