@@ -132,7 +132,7 @@ vmtest: deps
 	VMTEST=1 $(GO) test -count=1 -timeout 20m -v ./cmd/rdmacm-ping/
 	VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v ./cmd/rsocket-stream/ ./cmd/rsocket-copy/
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./internal/vmtest/cmd/vmexec
-	$(GO) generate ./internal/hwtest/
+	$(GO) generate ./internal/hwtest/ .
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -exec "$(CURDIR)/bin/vmexec" $(VMEXEC_PKGS)
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)

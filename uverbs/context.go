@@ -367,6 +367,8 @@ type DeviceAttr struct {
 	MaxPD           int
 	MaxQPRdAtom     int
 	MaxQPInitRdAtom int
+	// AtomicCap says whether and how the device does 8-byte atomics.
+	AtomicCap       AtomicCap
 	MaxAH           int
 	MaxSRQ          int
 	MaxSRQWR        int
@@ -412,6 +414,7 @@ func (x *Context) QueryDevice() (DeviceAttr, error) {
 	a.DeviceCapFlags |= uint64(b.DeviceCapFlags)
 	a.MaxCQ, a.MaxCQE, a.MaxMR, a.MaxPD = int(b.MaxCQ), int(b.MaxCQE), int(b.MaxMR), int(b.MaxPD)
 	a.MaxQPRdAtom, a.MaxQPInitRdAtom, a.MaxAH = int(b.MaxQPRdAtom), int(b.MaxQPInitRdAtom), int(b.MaxAH)
+	a.AtomicCap = AtomicCap(b.AtomicCap)
 	a.MaxSRQ, a.MaxSRQWR, a.MaxSRQSGE = int(b.MaxSRQ), int(b.MaxSRQWR), int(b.MaxSRQSGE)
 	a.MaxPKeys, a.LocalCAAckDelay, a.PhysPortCnt = int(b.MaxPkeys), b.LocalCAAckDelay, int(b.PhysPortCnt)
 	return a, nil

@@ -63,6 +63,14 @@
 // modify-QP driver data, and the set/query rules; its structs are
 // layout-tested against /usr/include/rdma/mlx5-abi.h.
 //
+// Atomics. Both providers post 8-byte compare-and-swap and fetch-and-add
+// (OpAtomicCompareSwap, OpAtomicFetchAdd; SendWR.CompareAdd and Swap) on
+// RC QPs; DeviceAttr.AtomicCap reports the device's capability, and
+// PostSend refuses an atomic the device, the QP or the WR cannot carry
+// before it reaches the queue (AtomicCap's documentation says when). The mlx5
+// WQEs are compared with libmlx5's in the simulated device's atomic
+// scenarios.
+//
 // Other drivers get a generic provider: control-path commands without
 // driver data, no data path.
 //

@@ -143,6 +143,7 @@ type mlx5Provider struct {
 	maxRecvWR      uint32
 	cqeVersion     uint8
 	cmdsSuppUhw    uint8
+	atomicCap      AtomicCap // from the open-time query; NONE if it failed
 	numPorts       int
 	numUARsPerPage int
 	noKernDynUAR   bool
@@ -371,7 +372,10 @@ func (p *mlx5Provider) queryDeviceCtx() {
 	err := x.exec(&cmd{num: abi.UverbsExCmdQueryDevice, ex: true, in: abi.Bytes(&req), out: abi.Bytes(&resp), drvOut: drvOut})
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
 		var legacy abi.UverbsGetContext
-		_ = x.exec(&cmd{num: abi.UverbsCmdQueryDevice, in: abi.Bytes(&legacy), respPtr: true, out: abi.Bytes(&resp.Base)})
+		err = x.exec(&cmd{num: abi.UverbsCmdQueryDevice, in: abi.Bytes(&legacy), respPtr: true, out: abi.Bytes(&resp.Base)})
+	}
+	if err == nil {
+		p.atomicCap = AtomicCap(resp.Base.AtomicCap) // ctx->atomic_cap
 	}
 }
 

@@ -44,6 +44,7 @@ const (
 	mlx5SndDBR             = 1 // MLX5_SND_DBR
 	mlx5CtrlSize           = 16
 	mlx5RaddrSize          = 16
+	mlx5AtomicSize         = 16
 	mlx5DataSegSize        = 16
 	mlx5DatagramSize       = 48
 )
@@ -52,6 +53,7 @@ const (
 var mlx5IBOpcode = [...]uint32{
 	OpRDMAWrite: mlx5OpcodeRDMAWrite, OpRDMAWriteWithImm: mlx5OpcodeRDMAWriteImm,
 	OpSend: mlx5OpcodeSend, OpSendWithImm: mlx5OpcodeSendImm, OpRDMARead: mlx5OpcodeRDMARead,
+	OpAtomicCompareSwap: mlx5OpcodeAtomicCS, OpAtomicFetchAdd: mlx5OpcodeAtomicFA,
 }
 
 // mlx5WQ is struct mlx5_wq.
@@ -106,6 +108,7 @@ type mlx5QP struct {
 	bf      *mlx5BF
 
 	maxInline  int
+	atomics    bool // atomics_enabled: the device's atomic_cap is not NONE
 	signalBits uint8
 	fmCache    uint8
 	rsn        uint32
@@ -247,6 +250,7 @@ func (p *mlx5Provider) qpData(q *QP, init *QPInit) (in, out []byte, err error) {
 	m.rq.setSize(s.rq)
 	m.maxInline = s.maxInline
 	m.bufSize = s.total
+	m.atomics = p.atomicCap != AtomicNone
 	init.Cap.MaxInlineData = s.cmdInline
 	if init.SignalAll {
 		m.signalBits = mlx5WQECtrlCQUpdate // sq_signal_bits
@@ -485,10 +489,14 @@ const (
 	stopAV        // a UD WR needs its AH's address vector
 	stopInline    // set_data_inl_seg failed
 	stopInlineSeg // the inline data segment is left to setDataInlSeg
+	stopAtomic    // an atomic (or a bad opcode): atomicWQE
+	stopAtomicArg // an atomic that checkAtomicWR refuses
+	stopAtomicCap // an atomic on a QP without atomics_enabled
 )
 
 // postSend is _mlx5_post_send for SEND, SEND_WITH_IMM, RDMA_WRITE,
-// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD, then post_send_db:
+// RDMA_WRITE_WITH_IMM and RDMA_READ on RC/UC/UD and the two atomics on
+// RC, then post_send_db:
 // writeWQEs checks and writes the WRs' WQEs, and one doorbell rings for
 // all. Whatever needs a call is done in postSendRest, out of writeWQEs'
 // loop (a call there would make it spill its values on every WR): the
@@ -545,6 +553,12 @@ func (m *mlx5QP) postSendRest(wrs []SendWR, nreq, size, ctrl, stop int) (int, in
 		case stopAV:
 			ah = wrs[nreq].AH
 			av = m.p.av(ah.num)
+		case stopAtomic:
+			sz, c, st := m.atomicWQE(&wrs[nreq], uint32(nreq))
+			if st != 0 {
+				return nreq, size, ctrl, m.postSendErr(wrs, nreq, st)
+			}
+			nreq, size, ctrl = nreq+1, sz, c
 		case stopInlineSeg:
 			sz, c, st := m.finishInlineWQE(&wrs[nreq], uint32(nreq))
 			if st != 0 {
@@ -582,9 +596,10 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 	for ; nreq < len(wrs); nreq++ {
 		wr := &wrs[nreq]
 		op, flags, sges := wr.Opcode, wr.Flags, wr.SGEs
-		if uint(op) >= uint(len(mlx5IBOpcode)) {
+		if uint(op) >= uint(OpAtomicCompareSwap) {
+			// Atomics, and opcodes out of range, in one test: atomicWQE.
 			sq.curPost, m.fmCache = curPost, nextFence
-			return nreq, size, ctrl, stopOpcode
+			return nreq, size, ctrl, stopAtomic
 		}
 		if sq.head-sq.tail.Load()+uint32(nreq) >= sq.maxPost && !locked {
 			sq.curPost, m.fmCache = curPost, nextFence
@@ -766,6 +781,10 @@ func (m *mlx5QP) postSendErr(wrs []SendWR, i, stop int) error {
 		return m.sendErr(i, n, ErrInvalidArgument, unix.ENOMEM, fmt.Sprintf("%d SGEs (QP takes %d in this state)", nsge, max(m.sq.stateMaxGS, 0)))
 	case stopNoAH:
 		return m.sendErr(i, n, ErrInvalidArgument, unix.EINVAL, "UD send without an AH")
+	case stopAtomicArg:
+		return m.atomicErr(i, n, checkAtomicWR(m.q, wr))
+	case stopAtomicCap:
+		return m.atomicErr(i, n, errAtomicCap(m.p.x.dev.Name))
 	}
 	for _, s := range wr.SGEs {
 		if s.Length != 0 && s.Addr < 4096 && wr.InlineData == nil {

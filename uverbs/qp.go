@@ -3,6 +3,7 @@ package uverbs
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/internal/abi"
@@ -42,6 +43,9 @@ type QP struct {
 	mu    sync.Mutex // state and modify
 	state qp.State
 	port  uint8
+	// maxRdAtomic is the last max_rd_atomic set by Modify: with 0 the
+	// QP may not issue atomics (read without mu by the send path).
+	maxRdAtomic atomic.Uint32
 	// attr is Modify's copy of the caller's attributes for the provider
 	// (under mu), so that the caller's stay on its stack.
 	attr qp.Attr
@@ -283,6 +287,9 @@ func (q *QP) modifyLocked(attr *qp.Attr, mask qp.Mask) error {
 	if mask&qp.MaskPort != 0 {
 		q.port = a.Port
 	}
+	if mask&qp.MaskMaxQPRdAtomic != 0 {
+		q.maxRdAtomic.Store(uint32(a.MaxRdAtomic))
+	}
 	if mask&qp.MaskState != 0 {
 		q.state = a.State
 	}
@@ -423,6 +430,11 @@ const (
 	OpSend             Opcode = 2
 	OpSendWithImm      Opcode = 3
 	OpRDMARead         Opcode = 4
+	// OpAtomicCompareSwap and OpAtomicFetchAdd are the 8-byte atomics
+	// (see AtomicCap): RC only, one 8-byte SGE for the original value,
+	// RemoteAddr 8-byte aligned.
+	OpAtomicCompareSwap Opcode = 5
+	OpAtomicFetchAdd    Opcode = 6
 )
 
 // SendFlags modify a send work request (enum ib_send_flags).
@@ -454,9 +466,13 @@ type SendWR struct {
 	InlineData []byte
 	// Imm is the immediate data, host order (sent big-endian).
 	Imm uint32
-	// RDMA operations.
+	// RDMA operations and atomics.
 	RemoteAddr uint64
 	RKey       uint32
+	// Atomics: CompareAdd is the value compared (compare-and-swap) or
+	// added (fetch-and-add); Swap is what compare-and-swap stores.
+	CompareAdd uint64
+	Swap       uint64
 	// UD sends.
 	AH         *AH
 	RemoteQPN  uint32

@@ -325,6 +325,11 @@ func (r *rxeQP) checkSend(wr *SendWR) error {
 		if wr.Flags&SendInline != 0 {
 			return fmt.Errorf("%w: RDMA read cannot be inline", ErrInvalidArgument)
 		}
+	case OpAtomicCompareSwap, OpAtomicFetchAdd:
+		// rxe's atomic_cap is fixed at ATOMIC_HCA (rxe_param.h).
+		if err := checkAtomicWR(q, wr); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("%w: opcode %d", ErrNotSupported, wr.Opcode)
 	}
@@ -381,6 +386,12 @@ func (r *rxeQP) postSend(wrs []SendWR) error {
 		case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
 			abi.Native.PutUint64(u[abi.RxeWRRDMARemoteAddr-base:], wr.RemoteAddr)
 			abi.Native.PutUint32(u[abi.RxeWRRDMARKey-base:], wr.RKey)
+			wqe.IOVA = wr.RemoteAddr
+		case OpAtomicCompareSwap, OpAtomicFetchAdd:
+			abi.Native.PutUint64(u[abi.RxeWRAtomicRemoteAddr-base:], wr.RemoteAddr)
+			abi.Native.PutUint64(u[abi.RxeWRAtomicCompareAdd-base:], wr.CompareAdd)
+			abi.Native.PutUint64(u[abi.RxeWRAtomicSwap-base:], wr.Swap)
+			abi.Native.PutUint32(u[abi.RxeWRAtomicRKey-base:], wr.RKey)
 			wqe.IOVA = wr.RemoteAddr
 		}
 		if r.qp.typ == qp.UD {

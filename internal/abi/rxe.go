@@ -63,12 +63,16 @@ type RxeSendWR struct {
 
 // Offsets inside RxeSendWR of the wr union members used here.
 const (
-	RxeWRRDMARemoteAddr = 24 // wr.rdma.remote_addr
-	RxeWRRDMARKey       = 32 // wr.rdma.rkey
-	RxeWRUDRemoteQPN    = 24 // wr.ud.remote_qpn
-	RxeWRUDRemoteQKey   = 28 // wr.ud.remote_qkey
-	RxeWRUDPKeyIndex    = 32 // wr.ud.pkey_index
-	RxeWRUDAHNum        = 36 // wr.ud.ah_num
+	RxeWRRDMARemoteAddr   = 24 // wr.rdma.remote_addr
+	RxeWRRDMARKey         = 32 // wr.rdma.rkey
+	RxeWRUDRemoteQPN      = 24 // wr.ud.remote_qpn
+	RxeWRUDRemoteQKey     = 28 // wr.ud.remote_qkey
+	RxeWRUDPKeyIndex      = 32 // wr.ud.pkey_index
+	RxeWRUDAHNum          = 36 // wr.ud.ah_num
+	RxeWRAtomicRemoteAddr = 24 // wr.atomic.remote_addr
+	RxeWRAtomicCompareAdd = 32 // wr.atomic.compare_add
+	RxeWRAtomicSwap       = 40 // wr.atomic.swap
+	RxeWRAtomicRKey       = 48 // wr.atomic.rkey
 )
 
 // RxeDMAInfo is the fixed part of struct rxe_dma_info; the SGEs or the

@@ -25,6 +25,9 @@ type Profile struct {
 	// NoClock hides the core clock and clock-info pages (clock=0); by
 	// default the context answer offers both, as mlx5_ib does on x86.
 	NoClock bool
+	// NoAtomic: QUERY_DEVICE reports atomic_cap ATOMIC_NONE (atomic=none);
+	// by default ATOMIC_HCA (atomic=hca), as mlx5_ib's get_atomic_caps.
+	NoAtomic bool
 }
 
 // DefaultProfile is static UARs, ECE, ConnectX-5, ioctl.
@@ -81,6 +84,15 @@ func ParseProfile(line string) (Profile, error) {
 			default:
 				return p, fmt.Errorf("mlx5sim: profile: iface=%q (ioctl|write)", v)
 			}
+		case "atomic":
+			switch v {
+			case "none":
+				p.NoAtomic = true
+			case "hca":
+				p.NoAtomic = false
+			default:
+				return p, fmt.Errorf("mlx5sim: profile: atomic=%q (none|hca)", v)
+			}
 		default:
 			return p, fmt.Errorf("mlx5sim: profile: unknown key %q", k)
 		}
@@ -106,6 +118,9 @@ func (p Profile) String() string {
 	s := fmt.Sprintf("profile uar=%s ece=%d devid=%#x iface=%s", uar, b2i(p.ECE), p.DevID, iface)
 	if p.NoClock {
 		s += " clock=0"
+	}
+	if p.NoAtomic {
+		s += " atomic=none"
 	}
 	return s
 }

@@ -144,6 +144,9 @@ func deviceResp(p Profile) abi.UverbsQueryDeviceResp {
 		MaxAH: 1<<31 - 1, MaxSRQ: 1 << 23, MaxSRQWR: 1<<15 - 1, MaxSRQSGE: 31, MaxPkeys: 1,
 		LocalCAAckDelay: 16, PhysPortCnt: 1,
 	}
+	if p.NoAtomic {
+		r.AtomicCap = 0
+	}
 	binary.BigEndian.PutUint64(r.NodeGUID[:], NodeGUID)
 	binary.BigEndian.PutUint64(r.SysImageGUID[:], SysImageGUID)
 	return r

@@ -684,8 +684,10 @@ static void cmd_modify(struct args *a)
 	const char *to;
 	int mask;
 	int ret;
+	const char *acc;
 
 	positionals(a, 2, 2);
+	acc = opt(a, "access"); /* init: qp_access_flags instead of the fixed ones */
 	done(a);
 	need_ctx();
 	qp = need_obj(a->pos[0], OBJ_QP)->u.qp;
@@ -705,6 +707,8 @@ static void cmd_modify(struct args *a)
 			attr.qp_access_flags = type == IBV_QPT_RC ?
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ :
 				IBV_ACCESS_REMOTE_WRITE;
+			if (acc)
+				attr.qp_access_flags = parse_u32("access", acc);
 			mask |= IBV_QP_ACCESS_FLAGS;
 		}
 	} else if (!strcmp(to, "rtr")) {
@@ -826,6 +830,10 @@ static enum ibv_wr_opcode parse_send_op(const char *s)
 		return IBV_WR_RDMA_WRITE_WITH_IMM;
 	if (!strcmp(s, "read"))
 		return IBV_WR_RDMA_READ;
+	if (!strcmp(s, "cmp_swap"))
+		return IBV_WR_ATOMIC_CMP_AND_SWP;
+	if (!strcmp(s, "fetch_add"))
+		return IBV_WR_ATOMIC_FETCH_AND_ADD;
 	die("send: unknown op %s", s);
 }
 
@@ -863,6 +871,18 @@ static void cmd_send(struct args *a)
 		tmpl.wr.ud.ah = need_obj(s, OBJ_AH)->u.ah;
 		tmpl.wr.ud.remote_qpn = opt_u32(a, "rqpn");
 		tmpl.wr.ud.remote_qkey = opt_u32(a, "qkey");
+	} else if (tmpl.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		   tmpl.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		/* wr.atomic: its rkey sits after compare_add and swap. */
+		if ((s = opt(a, "raddr")))
+			tmpl.wr.atomic.remote_addr = parse_u64("send raddr", s);
+		tmpl.wr.atomic.rkey = opt_u32(a, "rkey");
+		if ((s = opt(a, "compare_add")))
+			tmpl.wr.atomic.compare_add = parse_u64("send compare_add", s);
+		if ((s = opt(a, "swap")))
+			tmpl.wr.atomic.swap = parse_u64("send swap", s);
+		opt_u32(a, "rqpn");
+		opt_u32(a, "qkey");
 	} else {
 		if ((s = opt(a, "raddr")))
 			tmpl.wr.rdma.remote_addr = parse_u64("send raddr", s);

@@ -410,6 +410,13 @@ func (r *Runner) modify(l Line) error {
 		default:
 			a.AccessFlags, m = qp.AccessRemoteWrite, m|qp.MaskAccessFlags
 		}
+		if v, ok := l.KV["access"]; ok && typ != qp.UD {
+			acc, err := num(v)
+			if err != nil {
+				return bad("line %d: access=%q", l.Num, v)
+			}
+			a.AccessFlags = qp.Access(acc)
+		}
 	case "rtr":
 		a = qp.Attr{State: qp.RTR}
 		m = qp.MaskState
@@ -473,6 +480,7 @@ func (r *Runner) sges(l Line) ([]uverbs.SGE, error) {
 var sendOps = map[string]uverbs.Opcode{
 	"send": uverbs.OpSend, "send_imm": uverbs.OpSendWithImm, "write": uverbs.OpRDMAWrite,
 	"write_imm": uverbs.OpRDMAWriteWithImm, "read": uverbs.OpRDMARead,
+	"cmp_swap": uverbs.OpAtomicCompareSwap, "fetch_add": uverbs.OpAtomicFetchAdd,
 }
 
 func (r *Runner) send(l Line) error {
@@ -488,9 +496,9 @@ func (r *Runner) send(l Line) error {
 	if err != nil {
 		return err
 	}
-	var v [6]uint64
+	var v [8]uint64
 	var errs []error
-	for i, k := range []string{"id", "imm", "raddr", "rkey", "rqpn", "qkey"} {
+	for i, k := range []string{"id", "imm", "raddr", "rkey", "rqpn", "qkey", "compare_add", "swap"} {
 		var e error
 		v[i], e = l.u64(k, 0)
 		errs = append(errs, e)
@@ -519,6 +527,7 @@ func (r *Runner) send(l Line) error {
 		wrs[i] = uverbs.SendWR{
 			ID: v[0] + uint64(i), Opcode: op, Flags: flags, SGEs: sges, Imm: uint32(v[1]),
 			RemoteAddr: v[2], RKey: uint32(v[3]), AH: ah, RemoteQPN: uint32(v[4]), RemoteQKey: uint32(v[5]),
+			CompareAdd: v[6], Swap: v[7],
 		}
 	}
 	return q.PostSend(wrs)
