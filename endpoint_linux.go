@@ -33,6 +33,9 @@ type Endpoint struct {
 	// sharedS and sharedR are the shared CQs (EndpointOptions.SendCQ,
 	// RecvCQ) the endpoint is bound to; scq/rcq are then theirs.
 	sharedS, sharedR *CQ
+	// srq is the shared receive queue (EndpointOptions.SRQ) the QP
+	// receives from, once bound.
+	srq *SRQ
 	// setup is what EndpointOptions.Setup returned; extQP says ep.qp is
 	// its QP, the caller's: never destroyed, moved to ERR only with
 	// EndpointOptions.ErrorQPOnClose.
@@ -235,6 +238,7 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 // cm.ConnParam field would mean librdmacm's default again.
 func (ep *Endpoint) connParam() *cm.ConnParam {
 	p := ep.cfg.connParam(ep.qp.Num())
+	p.SRQ = ep.srq != nil // the REQ's and REP's SRQ bit, as for librdmacm's QPs on one
 	if ep.setup.PrivateData != nil {
 		p.PrivateData = ep.setup.PrivateData
 	}
@@ -285,6 +289,9 @@ func (ep *Endpoint) createQP() error {
 
 func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err error) {
 	if ep.setup.QP != nil {
+		if ep.cfg.srq != nil {
+			return fmt.Errorf("rdmacm: the caller's QP (ConnSetup.QP) with EndpointOptions.SRQ: the SRQ is for the endpoint's own QPs: %w", ErrInvalidArgument)
+		}
 		return ep.attachQP(x, ep.setup.QP)
 	}
 	if s := ep.cfg.sendCQ; s != nil {
@@ -317,9 +324,17 @@ func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err erro
 		}
 		ep.p.cqs[recvQ] = ep.rcq
 	}
-	ep.qp, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: ep.scq, RecvCQ: ep.rcq, Cap: qp.Cap{
+	init := uverbs.QPInit{Type: qp.RC, SendCQ: ep.scq, RecvCQ: ep.rcq, Cap: qp.Cap{
 		MaxSendWR: ep.cfg.sendWR, MaxRecvWR: ep.cfg.recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: ep.cfg.inline,
-	}})
+	}}
+	if s := ep.cfg.srq; s != nil {
+		if init.SRQ, err = s.bind(ep.c, pd); err != nil {
+			return err
+		}
+		ep.srq = s
+		init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE = 0, 0
+	}
+	ep.qp, err = pd.CreateQP(init)
 	return err
 }
 
@@ -539,8 +554,8 @@ func (ep *Endpoint) Disconnect(ctx context.Context) error {
 
 // Close disconnects without waiting, moves the QP to ERR and destroys the
 // QP, the CQs, the completion channel, the RecvSlots memory and the CM ID,
-// in that order. A shared CQ (EndpointOptions.SendCQ, RecvCQ) is left to
-// its own Close; the caller's QP (ConnSetup.QP) is never destroyed, and
+// in that order. A shared CQ (EndpointOptions.SendCQ, RecvCQ) and a
+// shared receive queue (EndpointOptions.SRQ) are left to their own Close; the caller's QP (ConnSetup.QP) is never destroyed, and
 // moved to ERR only with EndpointOptions.ErrorQPOnClose. It interrupts
 // every blocked call of the endpoint. Memory registered with RegMsgs,
 // RegRead and RegWrite stays valid until its own Close.
@@ -572,6 +587,9 @@ func (ep *Endpoint) Close() error {
 			if cq != nil {
 				cq.unbind()
 			}
+		}
+		if ep.srq != nil {
+			ep.srq.unbind() // after the QP that receives from it
 		}
 		if ep.comp != nil {
 			errs = append(errs, ep.comp.Close())
