@@ -238,7 +238,6 @@ func (ep *Endpoint) expect(ctx context.Context, want cm.EventType) (event, error
 // cm.ConnParam field would mean librdmacm's default again.
 func (ep *Endpoint) connParam() *cm.ConnParam {
 	p := ep.cfg.connParam(ep.qp.Num())
-	p.SRQ = ep.srq != nil // the REQ's and REP's SRQ bit, as for librdmacm's QPs on one
 	if ep.setup.PrivateData != nil {
 		p.PrivateData = ep.setup.PrivateData
 	}
@@ -259,6 +258,7 @@ func (c *config) connParam(qpn uint32) *cm.ConnParam {
 		RetryCount:         orNone(c.retry, cm.RetryNone),
 		RNRRetryCount:      orNone(c.rnr, cm.RetryNone),
 		QPNum:              qpn,
+		SRQ:                c.srq != nil, // the REQ's and REP's SRQ bit, as librdmacm's for a QP on one
 	}
 }
 
@@ -294,6 +294,15 @@ func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err erro
 		}
 		return ep.attachQP(x, ep.setup.QP)
 	}
+	// The SRQ first: its limits are the likelier to be wrong, and its
+	// error the clearer.
+	var srq *uverbs.SRQ
+	if s := ep.cfg.srq; s != nil {
+		if srq, err = s.bind(ep.c, pd); err != nil {
+			return err
+		}
+		ep.srq = s
+	}
 	if s := ep.cfg.sendCQ; s != nil {
 		if ep.scq, err = s.bind(ep.c, x); err != nil {
 			return err
@@ -327,11 +336,8 @@ func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err erro
 	init := uverbs.QPInit{Type: qp.RC, SendCQ: ep.scq, RecvCQ: ep.rcq, Cap: qp.Cap{
 		MaxSendWR: ep.cfg.sendWR, MaxRecvWR: ep.cfg.recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: ep.cfg.inline,
 	}}
-	if s := ep.cfg.srq; s != nil {
-		if init.SRQ, err = s.bind(ep.c, pd); err != nil {
-			return err
-		}
-		ep.srq = s
+	if srq != nil {
+		init.SRQ = srq
 		init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE = 0, 0
 	}
 	ep.qp, err = pd.CreateQP(init)

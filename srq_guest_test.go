@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
+	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // envFanInClient makes the test binary a fan-in client process (see
@@ -172,6 +174,8 @@ func TestSRQFanInInGuest(t *testing.T) {
 		tickets atomic.Int32
 		accErr  = make(chan error, 8)
 		accWG   sync.WaitGroup
+		first   = make(chan struct{}) // closed on the first Accept: CQ.Next needs an endpoint
+		once    sync.Once
 	)
 	closeAll := func() {
 		mu.Lock()
@@ -194,6 +198,7 @@ func TestSRQFanInInGuest(t *testing.T) {
 				mu.Lock()
 				eps[ep.QPNum()] = ep
 				mu.Unlock()
+				once.Do(func() { close(first) })
 			}
 		}()
 	}
@@ -213,6 +218,13 @@ func TestSRQFanInInGuest(t *testing.T) {
 		clients = append(clients, proc)
 	}
 
+	select {
+	case <-first:
+	case err := <-accErr:
+		t.Fatalf("Accept: %v\n%s", err, clientOutput(clients))
+	case <-ctx.Done():
+		t.Fatalf("no connection: %v\n%s", ctx.Err(), clientOutput(clients))
+	}
 	// Receive every message from the one CQ, giving each slot back.
 	type key struct{ client, seq int }
 	seen := map[key]uint32{} // to the QP it came on
@@ -250,8 +262,7 @@ func TestSRQFanInInGuest(t *testing.T) {
 	elapsed := time.Since(t0)
 
 	// Every connection is up at once, and each carried one client's
-	// messages only.
-	mu.Lock()
+	// messages only. (The acceptors are done: eps is the test's alone.)
 	if len(eps) != conns {
 		t.Fatalf("%d endpoints accepted, want %d", len(eps), conns)
 	}
@@ -272,13 +283,12 @@ func TestSRQFanInInGuest(t *testing.T) {
 		}
 		clientOf[qpn] = k.client
 	}
-	mu.Unlock()
 
 	// The server's registered memory: the SRQ's, as the device reports it
 	// for this process, against one receive ring per connection (the
 	// endpoint's default of DefaultMaxWR receives, and the least, one).
 	srqBytes := srq.MR().Len()
-	measured, nMR := processMRBytes(ctx, t)
+	measured, nMR, raw := processMRBytes(ctx, t)
 	ring := conns * rdmacm.DefaultMaxWR * size
 	t.Logf("fan-in: %d connections from %d processes, %d messages of %d bytes each, all delivered in %v (backend %s)",
 		conns, procs, conns*msgs, size, elapsed.Round(time.Millisecond), backend)
@@ -286,7 +296,7 @@ func TestSRQFanInInGuest(t *testing.T) {
 		"one receive ring per connection: %d x %d x %d B = %d KiB (%.1fx), or %d KiB with rings of one receive",
 		slots, size, srqBytes>>10, nMR, measured>>10, conns, rdmacm.DefaultMaxWR, size, ring>>10, float64(ring)/float64(srqBytes), conns*size>>10)
 	if srqBytes != slots*size || measured != srqBytes {
-		t.Errorf("server registered %d bytes (device: %d), want the SRQ's %d only", srqBytes, measured, slots*size)
+		t.Errorf("server registered %d bytes (device: %d), want the SRQ's %d only; pid %d, rdma resource show mr:\n%s", srqBytes, measured, slots*size, os.Getpid(), raw)
 	}
 
 	// Disconnect them all; every client process then exits 0.
@@ -318,8 +328,9 @@ func clientOutput(procs []*guest.Process) string {
 }
 
 // processMRBytes sums the lengths of this process's MRs as the kernel
-// reports them (rdma resource show mr).
-func processMRBytes(ctx context.Context, t *testing.T) (bytes, n int) {
+// reports them (rdma resource show mr). The kernel names the thread that
+// registered an MR, so every thread of the process counts.
+func processMRBytes(ctx context.Context, t *testing.T) (bytes, n int, raw string) {
 	t.Helper()
 	r, err := guest.Local().Run(ctx, "rdma -j resource show mr")
 	if err != nil {
@@ -332,11 +343,102 @@ func processMRBytes(ctx context.Context, t *testing.T) (bytes, n int) {
 	if err := json.Unmarshal([]byte(r.Stdout), &mrs); err != nil {
 		t.Fatalf("rdma resource show mr: %v\n%s", err, r.Stdout)
 	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := map[int]bool{}
+	for _, d := range tasks {
+		tid, _ := strconv.Atoi(d.Name())
+		ours[tid] = true
+	}
 	for _, m := range mrs {
-		if m.PID == os.Getpid() {
+		if ours[m.PID] {
 			bytes += m.MRLen
 			n++
 		}
 	}
-	return bytes, n
+	return bytes, n, r.Stdout
+}
+
+// TestSRQBadInputInGuest: an SRQ of more slots than the device allows
+// fails the Accept that would make it, with an error that says so, and
+// the client's Dial is rejected; an endpoint with the caller's QP is
+// refused on an SRQ.
+func TestSRQBadInputInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	backend := guestBackend()
+	dev, err := uverbs.DefaultDiscovery.Device("rxe0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := uverbs.OpenDevice(dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, err := x.QueryDevice()
+	x.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		slots int
+		setup rdmacm.SetupFunc
+		want  string
+	}{
+		{"beyond the device", da.MaxSRQWR + 1, nil, "max_srq_wr"},
+		{"the caller's QP", 4, func(ep *rdmacm.Endpoint) (rdmacm.ConnSetup, error) {
+			cq, err := ep.PD().Context().CreateCQ(4, nil, 0)
+			if err != nil {
+				return rdmacm.ConnSetup{}, err
+			}
+			q, err := ep.PD().CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: cq, RecvCQ: cq, Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+			if err != nil {
+				cq.Close()
+				return rdmacm.ConnSetup{}, err
+			}
+			return rdmacm.ConnSetup{QP: q, Abort: func() { q.Close(); cq.Close() }}, nil
+		}, "caller's QP"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srq, err := rdmacm.NewSRQ(c.slots, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srq.Close()
+			cq, err := rdmacm.NewCQ(c.slots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cq.Close()
+			l, err := rdmacm.Listen(exampleHost+":7421", &rdmacm.EndpointOptions{Backend: backend, SRQ: srq, RecvCQ: cq, Setup: c.setup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			accErr := make(chan error, 1)
+			go func() {
+				ep, err := l.Accept(ctx)
+				if err == nil {
+					ep.Close()
+				}
+				accErr <- err
+			}()
+			ep, dialErr := rdmacm.Dial(ctx, exampleHost+":7421", &rdmacm.EndpointOptions{Backend: backend})
+			if dialErr == nil {
+				ep.Close()
+			}
+			err = <-accErr
+			t.Logf("Accept: %v; Dial: %v", err, dialErr)
+			if !errors.Is(err, rdmacm.ErrInvalidArgument) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Accept: %v, want ErrInvalidArgument naming %q", err, c.want)
+			}
+			if !errors.Is(dialErr, rdmacm.ErrRejected) {
+				t.Errorf("Dial: %v, want ErrRejected", dialErr)
+			}
+		})
+	}
 }

@@ -43,7 +43,7 @@ type SRQ struct {
 // MaxSRQWR) is checked when the first endpoint binds the SRQ: beyond it
 // that Dial or Accept fails with ErrInvalidArgument, and on a device
 // without SRQs with ErrNotSupported.
-const MaxSRQSlots = 1 << 20
+const MaxSRQSlots = 1 << 24
 
 // NewSRQ returns a shared receive queue of slots receives of slotSize
 // bytes each; slotSize 0 posts zero-length receives, for immediate data

@@ -10,7 +10,7 @@ import (
 // The host half of the shared receive queue: its arguments, the options
 // that go with it, and its life before and after a device.
 func TestSRQHost(t *testing.T) {
-	for _, a := range [][2]int{{0, 64}, {-1, 64}, {MaxSRQSlots + 1, 0}, {4, -1}, {4, 1<<30 + 1}, {1 << 20, 1 << 30}} {
+	for _, a := range [][2]int{{0, 64}, {-1, 64}, {MaxSRQSlots + 1, 0}, {4, -1}, {4, 1<<30 + 1}, {1 << 20, 1 << 21}} {
 		if _, err := NewSRQ(a[0], a[1]); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("NewSRQ(%d, %d): %v, want ErrInvalidArgument", a[0], a[1], err)
 		}
@@ -24,6 +24,13 @@ func TestSRQHost(t *testing.T) {
 	c, err := (&EndpointOptions{SRQ: srq, RecvCQ: cq, SendCQ: cq}).config()
 	if err != nil || c.srq != srq {
 		t.Fatalf("config: %v %+v", err, c)
+	}
+	// The REQ and REP say the QP is on an SRQ; without one they do not.
+	if p := c.connParam(9); !p.SRQ {
+		t.Errorf("connParam on an SRQ: %+v", p)
+	}
+	if c, _ := (&EndpointOptions{RecvCQ: cq}).config(); c.connParam(9).SRQ {
+		t.Error("connParam without an SRQ has the SRQ bit")
 	}
 	for name, o := range map[string]*EndpointOptions{
 		"no RecvCQ":        {SRQ: srq},

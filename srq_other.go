@@ -8,7 +8,7 @@ import "github.com/go-rdma/rdmacm/uverbs"
 type SRQ struct{}
 
 // MaxSRQSlots bounds NewSRQ's slots.
-const MaxSRQSlots = 1 << 20
+const MaxSRQSlots = 1 << 24
 
 // NewSRQ returns ErrNotSupported off Linux.
 func NewSRQ(slots, slotSize int) (*SRQ, error) { return nil, errNotSupported }

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,10 +37,17 @@ func self(t testing.TB) string {
 	return p
 }
 
+// gidIndexes caches gidIndex: the loop is slow in the TCG guests, and
+// every test asks for the same two.
+var gidIndexes sync.Map
+
 // gidIndex finds the RoCE v2 GID holding addr in a guest's sysfs, by a
 // shell loop in that guest.
 func gidIndex(t testing.TB, m *guest.Machine, addr string) int {
 	t.Helper()
+	if n, ok := gidIndexes.Load(m.Name + " " + addr); ok {
+		return n.(int)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := m.Run(ctx, `d=/sys/class/infiniband/rxe0/ports/1; for g in $d/gids/*; do i=${g##*/}; echo "$i $(cat $g) $(cat $d/gid_attrs/types/$i 2>/dev/null)"; done`)
@@ -55,6 +63,7 @@ func gidIndex(t testing.TB, m *guest.Machine, addr string) int {
 		g, err := rdma.ParseGID(f[1])
 		if err == nil && net.IP(g[:]).Equal(ip) {
 			n, _ := strconv.Atoi(f[0])
+			gidIndexes.Store(m.Name+" "+addr, n)
 			return n
 		}
 	}
@@ -198,8 +207,8 @@ func qpns(re *regexp.Regexp, out string) []string {
 }
 
 // TestGuestAgainstIbvSrqPingpong runs verbs-pingpong -srq against
-// rdma-core's ibv_srq_pingpong in both roles (poll and event mode) and
-// against itself: nQP RC QPs a side, every one receiving from its one SRQ.
+// rdma-core's ibv_srq_pingpong in both roles, in poll and event mode: nQP
+// RC QPs a side, every one receiving from its side's one SRQ.
 // Besides the summaries, each side's remote QPNs must be the other's
 // local ones, in order: the MAX_QP-entry exchange paired the QPs.
 func TestGuestAgainstIbvSrqPingpong(t *testing.T) {
@@ -222,7 +231,6 @@ func TestGuestAgainstIbvSrqPingpong(t *testing.T) {
 		{"c-server/go-client", false, true, ""},
 		{"go-server/c-client/events", true, false, " -e"},
 		{"c-server/go-client/events", false, true, " -e"},
-		{"go-server/go-client", true, true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// An rx depth of 2*nQP makes the SRQ refill often, with receives
