@@ -168,6 +168,7 @@ var opWords = map[string]string{
 	"Notify":         "notify",
 	"InitQPAttr":     "get QP attributes",
 	"CreateQP":       "create QP",
+	"CreateSRQ":      "create SRQ",
 	"Connect":        "connect",
 	"Accept":         "accept",
 	"Reject":         "reject",

@@ -174,6 +174,11 @@ type QPInit struct {
 	PD *uverbs.PD
 	// SignalAll makes every send generate a completion.
 	SignalAll bool
+	// SRQ, when set, makes the QP receive from this shared receive queue
+	// (rdma_create_qp with qp_init_attr.srq; see ID.CreateSRQ): Cap's
+	// receive fields are ignored, the CM messages say so (the SRQ bit of
+	// REQ and REP), and a receive CQ made here is sized for the SRQ.
+	SRQ *uverbs.SRQ
 }
 
 // uverbsQP adapts *uverbs.QP to verbsQP.
@@ -183,7 +188,7 @@ func (u uverbsQP) Num() uint32                        { return u.q.Num() }
 func (u uverbsQP) Modify(a *qp.Attr, m qp.Mask) error { return u.q.Modify(a, m) }
 func (u uverbsQP) QueryECE() (ece.ECE, error)         { return u.q.QueryECE() }
 func (u uverbsQP) SetECE(e ece.ECE) error             { return u.q.SetECE(e) }
-func (u uverbsQP) HasSRQ() bool                       { return false }
+func (u uverbsQP) HasSRQ() bool                       { return u.q.SRQ() != nil }
 func (u uverbsQP) Close() error                       { return u.q.Close() }
 
 // CreateQP creates the ID's QP and moves it to INIT, as rdma_create_qp
@@ -221,6 +226,27 @@ func (id *ID) CreateQP(init QPInit) (*QP, error) {
 	return q, nil
 }
 
+// CreateSRQ creates a shared receive queue on the ID's device, as
+// rdma_create_srq does, in pd (nil: the device's PD that CreateQP uses).
+// Pass it in QPInit.SRQ to the CreateQP of any ID on the same device (a
+// listener's accepted IDs, typically), so that their QPs share one pool of
+// receives. Unlike librdmacm, the ID does not keep it: the caller closes
+// it, after the QPs on it (SRQ.Close refuses before, with ErrBusy).
+func (id *ID) CreateSRQ(pd *uverbs.PD, init uverbs.SRQInit) (*uverbs.SRQ, error) {
+	vd, err := id.device()
+	if err != nil {
+		return nil, err
+	}
+	if pd == nil {
+		pd = vd.pd
+	}
+	s, err := pd.CreateSRQ(init)
+	if err != nil {
+		return nil, errnoError("CreateSRQ", err)
+	}
+	return s, nil
+}
+
 func one(v uint32) uint32 {
 	if v == 0 {
 		return 1
@@ -245,8 +271,12 @@ func (q *QP) makeVerbs(vd *verbsDevice, t qp.QPType, init QPInit) (err error) {
 	c.MaxSendWR, c.MaxRecvWR = one(c.MaxSendWR), one(c.MaxRecvWR)
 	c.MaxSendSGE, c.MaxRecvSGE = one(c.MaxSendSGE), one(c.MaxRecvSGE)
 	q.RecvCQ, q.SendCQ = init.RecvCQ, init.SendCQ
+	recvCQE := c.MaxRecvWR
+	if init.SRQ != nil {
+		recvCQE = uint32(max(init.SRQ.Cap().MaxWR, 1)) // every WR of the SRQ may complete here
+	}
 	if q.RecvCQ == nil {
-		if q.RecvCQ, q.RecvChannel, err = q.makeCQ(vd, c.MaxRecvWR); err != nil {
+		if q.RecvCQ, q.RecvChannel, err = q.makeCQ(vd, recvCQE); err != nil {
 			return err
 		}
 	}
@@ -259,7 +289,7 @@ func (q *QP) makeVerbs(vd *verbsDevice, t qp.QPType, init QPInit) (err error) {
 	if pd == nil {
 		pd = vd.pd
 	}
-	v, err := pd.CreateQP(uverbs.QPInit{Type: t, SendCQ: q.SendCQ, RecvCQ: q.RecvCQ, Cap: c, SignalAll: init.SignalAll})
+	v, err := pd.CreateQP(uverbs.QPInit{Type: t, SendCQ: q.SendCQ, RecvCQ: q.RecvCQ, Cap: c, SignalAll: init.SignalAll, SRQ: init.SRQ})
 	if err != nil {
 		return err
 	}

@@ -171,6 +171,7 @@ type mlx5Provider struct {
 
 	uidx mlx5RsnTable // cqe_version 1: by user index
 	qpns mlx5RsnTable // cqe_version 0: by QP number
+	srqs mlx5SRQTable // cqe_version 0: SRQs by number
 
 	ahMu sync.RWMutex
 	avs  []*mlx5AV // indexed by AH.num

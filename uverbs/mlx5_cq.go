@@ -343,34 +343,48 @@ func (c *mlx5CQ) parse(e []byte, w *WC) bool {
 		w.Status = st
 		wq.tail.Store(wq.wqeHead[idx] + 1)
 	case mlx5CQERespWrImm, mlx5CQERespSend, mlx5CQERespSendImm, mlx5CQERespSendInv:
-		q := c.lookup(e)
-		if q == nil {
+		q, s, ok := c.respCtx(e)
+		if !ok {
 			return false
 		}
-		w.Status = c.responder(w, e, q)
+		if s != nil {
+			w.Status = c.srqResponder(w, e, s)
+		} else {
+			w.Status = c.responder(w, e, q)
+		}
 	case mlx5CQEResizeCQ:
 	case mlx5CQEReqErr, mlx5CQERespErr:
 		w.Status = mlx5ErrorStatus(e[cqeSyndrome])
 		w.VendorErr = uint32(e[cqeVendorErrSynd])
-		q := c.lookup(e)
-		if q == nil {
-			return false
-		}
-		if opcode == mlx5CQEReqErr {
-			if q.sq.wqeCnt == 0 {
+		if opcode == mlx5CQERespErr {
+			q, s, ok := c.respCtx(e)
+			if !ok {
 				return false
 			}
-			idx := uint32(be16(e, cqeWQECounter)) & (q.sq.wqeCnt - 1)
-			w.ID = q.sq.wrid[idx]
-			q.sq.tail.Store(q.sq.wqeHead[idx] + 1)
-		} else {
+			if s != nil { // the SRQ's WQE goes back to its free list
+				ctr := int(be16(e, cqeWQECounter))
+				if ctr >= len(s.wrid) {
+					return false
+				}
+				w.ID = s.wrid[ctr]
+				s.freeWQE(ctr)
+				return true
+			}
 			if q.rq.wqeCnt == 0 {
 				return false
 			}
 			t := q.rq.tail.Load()
 			w.ID = q.rq.wrid[t&(q.rq.wqeCnt-1)]
 			q.rq.tail.Store(t + 1)
+			return true
 		}
+		q := c.lookup(e)
+		if q == nil || q.sq.wqeCnt == 0 {
+			return false
+		}
+		idx := uint32(be16(e, cqeWQECounter)) & (q.sq.wqeCnt - 1)
+		w.ID = q.sq.wrid[idx]
+		q.sq.tail.Store(q.sq.wqeHead[idx] + 1)
 	default:
 		// NO_PACKET, SIG_ERR (tag matching, signature) are never produced
 		// for the QPs this package creates.
@@ -421,7 +435,8 @@ func mlx5GoodReq(w *WC, e []byte) {
 	}
 }
 
-// responder is handle_responder (no SRQ).
+// responder is handle_responder for a QP's own receive queue
+// (srqResponder for an SRQ's).
 func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) rdma.WCStatus {
 	w.ByteLen = be32(e, cqeByteCnt)
 	wq := &q.rq
@@ -441,6 +456,13 @@ func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) rdma.WCStatus {
 	if st != rdma.WCSuccess {
 		return st
 	}
+	mlx5RespFields(w, e)
+	return rdma.WCSuccess
+}
+
+// mlx5RespFields is the rest of handle_responder: opcode, flags and the
+// sender's fields, the same for a QP's receive queue and an SRQ.
+func mlx5RespFields(w *WC, e []byte) {
 	switch e[cqeOpOwn] >> 4 {
 	case mlx5CQERespWrImm:
 		w.Opcode = rdma.WCRecvRDMAWithImm
@@ -466,7 +488,6 @@ func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) rdma.WCStatus {
 		w.Flags |= WCWithGRH
 	}
 	w.PKeyIndex = uint16(be32(e, cqeImmInvalPKey) & 0xffff)
-	return rdma.WCSuccess
 }
 
 // mlx5ErrorStatus is mlx5_handle_error_cqe.
@@ -543,8 +564,9 @@ func mmioWrite64BE(p unsafe.Pointer, v uint64) {
 }
 
 // clean is __mlx5_cq_clean: drop the CQEs of user index / QP number rsn
-// still in the ring, compacting older ones over them.
-func (c *mlx5CQ) clean(rsn uint32) {
+// still in the ring, compacting older ones over them; the SRQ WQEs of
+// dropped receives go back to srq's free list (free_res_cqe).
+func (c *mlx5CQ) clean(rsn uint32, srq *mlx5SRQ) {
 	if c == nil || c.buf == nil {
 		return
 	}
@@ -559,13 +581,21 @@ func (c *mlx5CQ) clean(rsn uint32) {
 	for int32(prod-1-c.consIndex) >= 0 {
 		prod--
 		e := c.cqe(prod)
-		var match bool
+		var match, fromSRQ bool
 		if c.p.cqeVersion != 0 {
 			match = be32(e, cqeSRQNUIdx)&0xffffff == rsn
+			switch e[cqeOpOwn] >> 4 { // is_responder
+			case mlx5CQERespWrImm, mlx5CQERespSend, mlx5CQERespSendImm, mlx5CQERespSendInv, mlx5CQERespErr:
+				fromSRQ = true
+			}
 		} else {
 			match = be32(e, cqeSopDropQPN)&0xffffff == rsn
+			fromSRQ = be32(e, cqeSRQNUIdx)&0xffffff != 0
 		}
 		if match {
+			if srq != nil && fromSRQ {
+				srq.freeWQE(int(be16(e, cqeWQECounter)))
+			}
 			nfreed++
 		} else if nfreed != 0 {
 			d := c.cqe(prod + nfreed)

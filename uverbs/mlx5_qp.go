@@ -379,9 +379,9 @@ func (m *mlx5QP) stateChanged(s qp.State, modify bool) {
 	case qp.Reset:
 		if modify && m.q != nil && m.db != nil {
 			rc, sc := mlx5CQOf(m.q.recvCQ), mlx5CQOf(m.q.sendCQ)
-			m.cleanCQ(rc)
+			m.cleanCQ(rc, mlx5SRQOf(m.q))
 			if sc != rc {
-				m.cleanCQ(sc)
+				m.cleanCQ(sc, nil)
 			}
 			m.initIndices()
 			m.db[mlx5RcvDBR], m.db[mlx5SndDBR] = 0, 0
@@ -402,12 +402,12 @@ func mlx5CQOf(cq *CQ) *mlx5CQ {
 	return c
 }
 
-func (m *mlx5QP) cleanCQ(c *mlx5CQ) {
+func (m *mlx5QP) cleanCQ(c *mlx5CQ, srq *mlx5SRQ) {
 	if c == nil {
 		return
 	}
 	c.cq.mu.Lock()
-	c.clean(m.rsn)
+	c.clean(m.rsn, srq)
 	c.cq.mu.Unlock()
 }
 
@@ -426,10 +426,10 @@ func (m *mlx5QP) close() error {
 		second.cq.mu.Lock()
 	}
 	if rc != nil {
-		rc.clean(m.rsn)
+		rc.clean(m.rsn, mlx5SRQOf(m.q))
 	}
 	if sc != nil && sc != rc {
-		sc.clean(m.rsn)
+		sc.clean(m.rsn, nil)
 	}
 	if m.inQPNTable {
 		m.p.qpns.clear(m.qpn)

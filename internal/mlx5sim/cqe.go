@@ -151,5 +151,10 @@ func (d *Device) exec(mem Mem, line string) unix.Errno {
 	}
 	d.emit(fmt.Sprintf("  cqe %s[%d] index=%d owner=%d op=%d qp=%s qpn=%#x uidx=%d", cq.name, slot, cq.prod, owner, op, qp.name, qpn, qp.uidx))
 	cq.prod++
+	if op != 0 && op != 13 { // a receive: from the QP's SRQ, if it has one
+		if ev := d.srqConsume(mem, qp); ev != "" {
+			d.emit(ev)
+		}
+	}
 	return 0
 }

@@ -26,6 +26,7 @@ type Device struct {
 
 	// Deterministic firmware numbering, shared by all contexts.
 	nextQPN, nextCQN, nextPDN, nextMkey, nextUARPage uint32
+	nextSRQN                                         uint32
 	// Ordinals for names in the trace, by kind.
 	seq map[string]int
 
@@ -53,6 +54,7 @@ func New(p Profile) *Device {
 		nextPDN:     0x000010,
 		nextMkey:    0x00010000,
 		nextUARPage: 0x000020,
+		nextSRQN:    0x000800,
 		seq:         map[string]int{},
 		dbPages:     map[uint64]int{},
 		chans:       map[int]string{},
@@ -113,6 +115,10 @@ type object struct {
 	scq, rcq     *object
 	sqCnt, rqCnt uint32
 	rqShift      uint32
+	srqObj       *object // the SRQ the QP receives from, or nil
+
+	// srq
+	srq *srqState
 
 	// mr
 	start, length uint64
@@ -388,7 +394,7 @@ func (d *Device) bindAlias(label string) {
 	if len(f) < 2 {
 		return
 	}
-	kind := map[string]string{"pd": "pd", "mr": "mr", "cq": "cq", "qp": "qp", "ah": "ah", "channel": "channel"}[f[0]]
+	kind := map[string]string{"pd": "pd", "mr": "mr", "cq": "cq", "qp": "qp", "ah": "ah", "channel": "channel", "srq": "srq"}[f[0]]
 	if kind == "" {
 		return
 	}
@@ -448,7 +454,8 @@ func (d *Device) destroyObject(o *object) {
 		unref(o.pd)
 		unref(o.scq)
 		unref(o.rcq)
-	case "mr", "ah":
+		unref(o.srqObj)
+	case "mr", "ah", "srq":
 		unref(o.pd)
 	case "uar":
 		o.released = true

@@ -257,7 +257,7 @@ func TestCreateQP(t *testing.T) {
 		t.Errorf("DESTROY_CQ in use: %v", e)
 	}
 	tr := strings.Join(d.Trace(), "\n")
-	if !strings.Contains(tr, "CREATE_QP qp0 type=rc pd=pd0 scq=cq0 rcq=cq0 srq=false caps=16/8/1/1/0 sigall=0 flags=0x0 drv{buf=qp0.buf db=dbpage1+0x40 sq=16 rq=8 rq_shift=4 flags=0x2 uidx=0 bfreg=0 sq_buf=0 ece=0x10000000") {
+	if !strings.Contains(tr, "CREATE_QP qp0 type=rc pd=pd0 scq=cq0 rcq=cq0 srq=- caps=16/8/1/1/0 sigall=0 flags=0x0 drv{buf=qp0.buf db=dbpage1+0x40 sq=16 rq=8 rq_shift=4 flags=0x2 uidx=0 bfreg=0 sq_buf=0 ece=0x10000000") {
 		t.Errorf("trace:\n%s", tr)
 	}
 	// Without ECE in the firmware, ece_options is refused.

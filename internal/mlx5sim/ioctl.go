@@ -65,6 +65,8 @@ func init() {
 		{3, 1}:           {name: "CQ_DESTROY", attrs: []aspec{r(0), r(1)}, needCtx: true, fn: (*call).ioctlDestroyCQ},
 		{4, 0}:           {name: "QP_CREATE", attrs: []aspec{r(0), o(1), o(2), o(3), o(4), o(5), o(6), r(7), r(8), r(9), o(10), o(11), o(12), r(13), r(14)}, udata: true, needCtx: true, fn: (*call).ioctlCreateQP},
 		{4, 1}:           {name: "QP_DESTROY", attrs: []aspec{r(0), r(1)}, needCtx: true, fn: (*call).ioctlDestroyQP},
+		{5, 0}:           {name: "SRQ_CREATE", attrs: []aspec{r(0), r(1), o(2), o(3), r(4), r(5), r(6), r(7), o(8), r(9), o(10), r(11), r(12), o(13)}, udata: true, needCtx: true, fn: (*call).ioctlCreateSRQ},
+		{5, 1}:           {name: "SRQ_DESTROY", attrs: []aspec{r(0), r(1)}, needCtx: true, fn: (*call).ioctlDestroySRQ},
 		{16, 0}:          {name: "ASYNC_EVENT_ALLOC", attrs: []aspec{r(0)}, needCtx: true, fn: (*call).ioctlAsyncAlloc},
 		{objUAR, 0x1000}: {name: "UAR_OBJ_ALLOC", attrs: []aspec{r(0x1000), r(0x1001), r(0x1002), r(0x1003), r(0x1004)}, needCtx: true, fn: (*call).ioctlUARAlloc},
 		{objUAR, 0x1001}: {name: "UAR_OBJ_DESTROY", attrs: []aspec{r(0x1000)}, needCtx: true, fn: (*call).ioctlUARDestroy},

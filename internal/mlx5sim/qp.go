@@ -17,6 +17,7 @@ import (
 type qpArgs struct {
 	pd, scq, rcq uint32
 	srq          bool
+	srqH         uint32 // with srq: the SRQ's handle
 	caps         abi.UverbsQPCap
 	sigAll       bool
 	typ          uint8
@@ -42,12 +43,18 @@ func (c *call) createQP(a qpArgs) (*object, abi.MLX5CreateQPResp, unix.Errno) {
 	d := c.d
 	name := d.peek("qp")
 	pd, scq, rcq := c.get("pd", a.pd), c.get("cq", a.scq), c.get("cq", a.rcq)
+	var srq *object
+	srqName := "-"
+	if a.srq {
+		srq = c.get("srq", a.srqH)
+		srqName = nameOf(srq)
+	}
 	tn := qpTypeNames[a.typ]
 	if tn == "" {
 		tn = fmt.Sprintf("type%d", a.typ)
 	}
-	c.descf("CREATE_QP %s type=%s pd=%s scq=%s rcq=%s srq=%v caps=%d/%d/%d/%d/%d sigall=%d flags=%#x drv{%s}",
-		name, tn, nameOf(pd), nameOf(scq), nameOf(rcq), a.srq, a.caps.MaxSendWR, a.caps.MaxRecvWR, a.caps.MaxSendSGE,
+	c.descf("CREATE_QP %s type=%s pd=%s scq=%s rcq=%s srq=%s caps=%d/%d/%d/%d/%d sigall=%d flags=%#x drv{%s}",
+		name, tn, nameOf(pd), nameOf(scq), nameOf(rcq), srqName, a.caps.MaxSendWR, a.caps.MaxRecvWR, a.caps.MaxSendSGE,
 		a.caps.MaxRecvSGE, a.caps.MaxInlineData, b2i(a.sigAll), a.flags, d.descCreateQPDrv(name, c.drvIn))
 	if qpTypeNames[a.typ] == "" {
 		return nil, resp, unix.EOPNOTSUPP
@@ -55,7 +62,10 @@ func (c *call) createQP(a qpArgs) (*object, abi.MLX5CreateQPResp, unix.Errno) {
 	if pd == nil || scq == nil || rcq == nil {
 		return nil, resp, unix.EINVAL
 	}
-	if a.srq || a.flags != 0 {
+	if a.srq && srq == nil {
+		return nil, resp, unix.EINVAL
+	}
+	if a.flags != 0 {
 		return nil, resp, unix.EOPNOTSUPP
 	}
 	// process_udata_size / check_ucmd_data.
@@ -111,6 +121,11 @@ func (c *call) createQP(a qpArgs) (*object, abi.MLX5CreateQPResp, unix.Errno) {
 		qpBuf: u.BufAddr, qpDB: u.DBAddr, qpSize: size, qpType: a.typ, bfregn: bfregn,
 		sqCnt: u.SQWQECount, rqCnt: u.RQWQECount, rqShift: u.RQWQEShift}
 	o.qpAttr.caps = a.caps
+	if srq != nil { // set_rq_size without a receive queue
+		o.qpAttr.caps.MaxRecvWR, o.qpAttr.caps.MaxRecvSGE = 0, 0
+		o.srqObj = srq
+		srq.refs++
+	}
 	o.qpAttr.sigAll = a.sigAll
 	o.qpAttr.ece = resp.ECEOptions
 	d.nextQPN++
@@ -135,7 +150,7 @@ func (c *call) qpCreated(o *object, resp abi.MLX5CreateQPResp) unix.Errno {
 
 func (c *call) writeCreateQP(in []byte, out outbuf) unix.Errno {
 	q := abi.Decode[abi.UverbsCreateQP](in)
-	a := qpArgs{pd: q.PDHandle, scq: q.SendCQHandle, rcq: q.RecvCQHandle, srq: q.IsSRQ != 0, sigAll: q.SQSigAll != 0, typ: q.QPType,
+	a := qpArgs{pd: q.PDHandle, scq: q.SendCQHandle, rcq: q.RecvCQHandle, srq: q.IsSRQ != 0, srqH: q.SRQHandle, sigAll: q.SQSigAll != 0, typ: q.QPType,
 		caps: abi.UverbsQPCap{MaxSendWR: q.MaxSendWR, MaxRecvWR: q.MaxRecvWR, MaxSendSGE: q.MaxSendSGE, MaxRecvSGE: q.MaxRecvSGE, MaxInlineData: q.MaxInlineData}}
 	o, drv, e := c.createQP(a)
 	if e != 0 {
@@ -160,7 +175,7 @@ func (c *call) writeExCreateQP(in []byte, out outbuf) unix.Errno {
 	var q [64]byte
 	copy(q[:], in)
 	n := abi.Native
-	a := qpArgs{pd: n.Uint32(q[8:]), scq: n.Uint32(q[12:]), rcq: n.Uint32(q[16:]), srq: q[46] != 0, sigAll: q[44] != 0, typ: q[45],
+	a := qpArgs{pd: n.Uint32(q[8:]), scq: n.Uint32(q[12:]), rcq: n.Uint32(q[16:]), srq: q[46] != 0, srqH: n.Uint32(q[20:]), sigAll: q[44] != 0, typ: q[45],
 		caps:  abi.UverbsQPCap{MaxSendWR: n.Uint32(q[24:]), MaxRecvWR: n.Uint32(q[28:]), MaxSendSGE: n.Uint32(q[32:]), MaxRecvSGE: n.Uint32(q[36:]), MaxInlineData: n.Uint32(q[40:])},
 		flags: n.Uint32(q[52:])}
 	if n.Uint32(q[48:]) != 0 { // comp_mask (ind table, create flags, source qpn)
@@ -204,6 +219,7 @@ func (c *call) ioctlCreateQP() unix.Errno {
 	}
 	a.pd, a.scq, a.rcq = h(abi.UverbsAttrCreateQPPDHandle), h(abi.UverbsAttrCreateQPSendCQHandle), h(abi.UverbsAttrCreateQPRecvCQHandle)
 	a.srq = ic.has(abi.UverbsAttrCreateQPSRQHandle)
+	a.srqH = h(abi.UverbsAttrCreateQPSRQHandle)
 	if ic.has(1) || ic.has(6) || ic.has(11) { // xrcd, ind table, source qpn
 		return fail(unix.EOPNOTSUPP)
 	}

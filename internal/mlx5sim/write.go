@@ -44,6 +44,10 @@ func init() {
 		25: {name: "QUERY_QP", req: 16, resp: 128, udata: true, hasResp: true, fn: (*call).writeQueryQP},
 		26: {name: "MODIFY_QP", req: 112, udata: true, fn: (*call).writeModifyQP},
 		27: {name: "DESTROY_QP", req: 16, resp: 4, hasResp: true, fn: (*call).writeDestroyQP},
+		32: {name: "CREATE_SRQ", req: 32, resp: 16, udata: true, hasResp: true, fn: (*call).writeCreateSRQ},
+		33: {name: "MODIFY_SRQ", req: 16, udata: true, fn: (*call).writeModifySRQ},
+		34: {name: "QUERY_SRQ", req: 16, resp: 16, udata: true, hasResp: true, fn: (*call).writeQuerySRQ},
+		35: {name: "DESTROY_SRQ", req: 16, resp: 4, hasResp: true, fn: (*call).writeDestroySRQ},
 
 		exFlag | 1:  {name: "EX_QUERY_DEVICE", req: 8, resp: 184, udata: true, skip: true, fn: (*call).writeExQueryDevice},
 		exFlag | 18: {name: "EX_CREATE_CQ", req: 32, resp: 16, udata: true, fn: (*call).writeExCreateCQ},

@@ -4,7 +4,8 @@
  * NVIDIA's libmlx5) against the simulated device; the shim (shim.c,
  * LD_PRELOAD) forwards the system calls and provides sim_snapshot, sim_exec
  * and sim_record, and sim_trace_begin/sim_trace_end, which every data-path
- * verb (ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq, and
+ * verb (ibv_post_send, ibv_post_recv, ibv_post_srq_recv, ibv_poll_cq,
+ * ibv_req_notify_cq, and
  * only those) runs between, so that the device sees where libmlx5's
  * fences sit (x86-64; README section 4).
  *
@@ -101,7 +102,7 @@ static const char *scn_file;
 static int lineno;           /* the line being run, 1-based */
 static struct ibv_context *ctx;
 
-enum obj_kind { OBJ_PD, OBJ_MR, OBJ_CHANNEL, OBJ_CQ, OBJ_QP, OBJ_AH };
+enum obj_kind { OBJ_PD, OBJ_MR, OBJ_CHANNEL, OBJ_CQ, OBJ_QP, OBJ_AH, OBJ_SRQ };
 
 struct obj {
 	char name[64];
@@ -117,6 +118,7 @@ struct obj {
 		struct ibv_cq *cq;
 		struct ibv_qp *qp;
 		struct ibv_ah *ah;
+		struct ibv_srq *srq;
 	} u;
 };
 
@@ -177,7 +179,7 @@ static struct obj *find_obj(const char *name)
 
 static struct obj *need_obj(const char *name, enum obj_kind kind)
 {
-	static const char *const kinds[] = { "pd", "mr", "channel", "cq", "qp", "ah" };
+	static const char *const kinds[] = { "pd", "mr", "channel", "cq", "qp", "ah", "srq" };
 	struct obj *o = find_obj(name);
 
 	if (!o)
@@ -513,6 +515,7 @@ static enum ibv_qp_type parse_qp_type(const char *s)
 static void cmd_qp(struct args *a)
 {
 	struct ibv_qp_init_attr attr;
+	const char *srq_name;
 	struct obj *o;
 
 	positionals(a, 4, 4);
@@ -523,8 +526,11 @@ static void cmd_qp(struct args *a)
 	attr.cap.max_recv_sge = opt_u32(a, "rsge");
 	attr.cap.max_inline_data = opt_u32(a, "inline");
 	attr.sq_sig_all = opt_u32(a, "sigall") != 0;
+	srq_name = opt(a, "srq");
 	done(a);
 	need_ctx();
+	if (srq_name)
+		attr.srq = need_obj(srq_name, OBJ_SRQ)->u.srq;
 	o = new_obj(a->pos[0], OBJ_QP);
 	attr.qp_type = parse_qp_type(a->pos[1]);
 	attr.send_cq = need_obj(a->pos[2], OBJ_CQ)->u.cq;
@@ -983,11 +989,116 @@ static void cmd_destroy(struct args *a)
 	case OBJ_AH:
 		ret = ibv_destroy_ah(o->u.ah);
 		break;
+	case OBJ_SRQ:
+		ret = ibv_destroy_srq(o->u.srq);
+		break;
 	}
 	if (ret)
 		record_err(verb_errno(ret));
 	else
 		remove_obj(o);
+}
+
+/* srq NAME max_wr=N max_sge=N: records what libmlx5 granted. */
+static void cmd_srq(struct args *a)
+{
+	struct ibv_srq_init_attr attr;
+	struct obj *o;
+
+	positionals(a, 1, 1);
+	memset(&attr, 0, sizeof(attr));
+	attr.attr.max_wr = opt_u32(a, "max_wr");
+	attr.attr.max_sge = opt_u32(a, "max_sge");
+	done(a);
+	need_ctx();
+	o = new_obj(a->pos[0], OBJ_SRQ);
+	errno = 0;
+	o->u.srq = ibv_create_srq(current_pd(), &attr);
+	if (!o->u.srq) {
+		record_err(errno);
+		return;
+	}
+	add_obj(o);
+	record("srq max_wr=%u max_sge=%u", attr.attr.max_wr, attr.attr.max_sge);
+}
+
+/* srq_recv SRQ id=N sge=... [count=K], traced like recv. */
+static void cmd_srq_recv(struct args *a)
+{
+	struct ibv_sge sge[MAX_SGE];
+	struct ibv_recv_wr *wrs, *bad = NULL;
+	struct ibv_srq *srq;
+	uint64_t id;
+	uint32_t k;
+	int nsge;
+	int ret;
+
+	positionals(a, 1, 1);
+	id = parse_u64("srq_recv id", need_opt(a, "id"));
+	nsge = parse_sges(need_opt(a, "sge"), sge);
+	k = parse_count(a);
+	done(a);
+	need_ctx();
+	srq = need_obj(a->pos[0], OBJ_SRQ)->u.srq;
+
+	wrs = calloc(k, sizeof(*wrs));
+	struct ibv_sge *sges = calloc((size_t)k * nsge, sizeof(*sges));
+	if (!wrs || !sges)
+		die("out of memory");
+	for (uint32_t i = 0; i < k; i++) {
+		memcpy(&sges[(size_t)i * nsge], sge, nsge * sizeof(*sge));
+		wrs[i].wr_id = id + i;
+		wrs[i].next = i + 1 < k ? &wrs[i + 1] : NULL;
+		wrs[i].sg_list = &sges[(size_t)i * nsge];
+		wrs[i].num_sge = nsge;
+	}
+	errno = 0;
+	trace_begin_fn();
+	ret = ibv_post_srq_recv(srq, wrs, &bad);
+	trace_end_fn();
+	if (ret)
+		record_err(verb_errno(ret));
+	free(sges);
+	free(wrs);
+}
+
+/* arm_srq SRQ limit=N: ibv_modify_srq with IBV_SRQ_LIMIT (max_wr 0). */
+static void cmd_arm_srq(struct args *a)
+{
+	struct ibv_srq_attr attr;
+	struct ibv_srq *srq;
+	int ret;
+
+	positionals(a, 1, 1);
+	memset(&attr, 0, sizeof(attr));
+	attr.srq_limit = opt_u32(a, "limit");
+	done(a);
+	need_ctx();
+	srq = need_obj(a->pos[0], OBJ_SRQ)->u.srq;
+	errno = 0;
+	ret = ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT);
+	if (ret)
+		record_err(verb_errno(ret));
+}
+
+static void cmd_query_srq(struct args *a)
+{
+	struct ibv_srq_attr attr;
+	struct ibv_srq *srq;
+	int ret;
+
+	positionals(a, 1, 1);
+	done(a);
+	need_ctx();
+	srq = need_obj(a->pos[0], OBJ_SRQ)->u.srq;
+	memset(&attr, 0, sizeof(attr));
+	errno = 0;
+	ret = ibv_query_srq(srq, &attr);
+	if (ret) {
+		record_err(verb_errno(ret));
+		return;
+	}
+	record("srq max_wr=%u max_sge=%u limit=%u", attr.max_wr, attr.max_sge, attr.srq_limit);
 }
 
 static void cmd_close(struct args *a)
@@ -1028,6 +1139,10 @@ static const struct command commands[] = {
 	{ "arm", cmd_arm },
 	{ "query_ece", cmd_query_ece },
 	{ "set_ece", cmd_set_ece },
+	{ "srq", cmd_srq },
+	{ "srq_recv", cmd_srq_recv },
+	{ "arm_srq", cmd_arm_srq },
+	{ "query_srq", cmd_query_srq },
 	{ "dump", cmd_dump },
 	{ "destroy", cmd_destroy },
 	{ "close", cmd_close },

@@ -43,6 +43,7 @@ type Runner struct {
 	cqs      map[string]*uverbs.CQ
 	qps      map[string]*uverbs.QP
 	ahs      map[string]*uverbs.AH
+	srqs     map[string]*uverbs.SRQ
 	wc       []uverbs.WC
 }
 
@@ -61,6 +62,7 @@ func (r *Runner) Run(lines []Line) error {
 	r.cqs = map[string]*uverbs.CQ{}
 	r.qps = map[string]*uverbs.QP{}
 	r.ahs = map[string]*uverbs.AH{}
+	r.srqs = map[string]*uverbs.SRQ{}
 	defer r.cleanup()
 	for _, l := range lines {
 		switch l.Verb {
@@ -116,6 +118,9 @@ func errnoOf(err error) int {
 func (r *Runner) cleanup() {
 	for _, q := range r.qps {
 		q.Close()
+	}
+	for _, s := range r.srqs {
+		s.Close()
 	}
 	for _, a := range r.ahs {
 		a.Close()
@@ -216,6 +221,8 @@ func (r *Runner) step(l Line) error {
 			return bad("%v", err)
 		}
 		return q.SetECE(ece.ECE{VendorID: uint32(vendor), Options: uint32(opts)})
+	case "srq", "srq_recv", "arm_srq", "query_srq":
+		return r.srqStep(l)
 	case "dump":
 		return r.dump(l)
 	case "destroy":
@@ -350,8 +357,12 @@ func (r *Runner) qp(l Line) error {
 	if r.pd == nil {
 		return bad("line %d: qp before pd", l.Num)
 	}
+	srq, err := r.srqOpt(l)
+	if err != nil {
+		return err
+	}
 	q, err := r.pd.CreateQP(uverbs.QPInit{
-		Type: typ, SendCQ: scq, RecvCQ: rcq, SignalAll: sigall != 0,
+		Type: typ, SendCQ: scq, RecvCQ: rcq, SignalAll: sigall != 0, SRQ: srq,
 		Cap: qp.Cap{MaxSendWR: uint32(c[0]), MaxRecvWR: uint32(c[1]), MaxSendSGE: uint32(c[2]), MaxRecvSGE: uint32(c[3]), MaxInlineData: uint32(c[4])},
 	})
 	if err != nil {
@@ -607,6 +618,9 @@ func (r *Runner) destroy(l Line) error {
 	case r.channels[name] != nil:
 		err = r.channels[name].Close()
 		delete(r.channels, name)
+	case r.srqs[name] != nil:
+		err = r.srqs[name].Close()
+		delete(r.srqs, name)
 	case r.pds[name] != nil:
 		err = r.pds[name].Close()
 		if r.pd == r.pds[name] {
