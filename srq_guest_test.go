@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -440,5 +441,113 @@ func TestSRQBadInputInGuest(t *testing.T) {
 				t.Errorf("Dial: %v, want ErrRejected", dialErr)
 			}
 		})
+	}
+}
+
+// TestSRQDialInGuest: the active side on an SRQ. Two dialed endpoints
+// receive from one SRQ of 4 slots through one CQ; the server sends 3
+// messages on each (the last with immediate data), more than the slots,
+// so the test gives slots back as it goes.
+func TestSRQDialInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	backend := guestBackend()
+	const conns, msgs = 2, 3
+	l, err := rdmacm.Listen(exampleHost+":7422", &rdmacm.EndpointOptions{Backend: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	served := make(chan error, conns)
+	go func() {
+		for range conns {
+			ep, err := l.Accept(ctx)
+			if err != nil {
+				served <- err
+				return
+			}
+			go func() {
+				defer ep.Close()
+				served <- func() error {
+					buf, err := ep.RegMsgs(64)
+					if err != nil {
+						return err
+					}
+					defer buf.Close()
+					for i := range msgs {
+						n := copy(buf.Bytes(), fmt.Sprintf("to %d: %d", ep.RemoteAddr().Port(), i))
+						if i == msgs-1 {
+							err = ep.PostSendImm(buf, 0, n, uint32(i))
+						} else {
+							err = ep.PostSend(buf, 0, n)
+						}
+						if err != nil {
+							return err
+						}
+						if _, err := ep.WaitSend(ctx); err != nil {
+							return err
+						}
+					}
+					<-ep.Done()
+					return nil
+				}()
+			}()
+		}
+	}()
+
+	srq, err := rdmacm.NewSRQ(4, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srq.Close()
+	cq, err := rdmacm.NewCQ(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cq.Close()
+	eps := map[uint32]*rdmacm.Endpoint{}
+	for range conns {
+		ep, err := rdmacm.Dial(ctx, exampleHost+":7422", &rdmacm.EndpointOptions{Backend: backend, SRQ: srq, RecvCQ: cq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ep.Close()
+		eps[ep.QPNum()] = ep
+	}
+	got := map[uint32][]string{}
+	for range conns * msgs {
+		wc, err := cq.Next(ctx)
+		if err != nil {
+			t.Fatalf("Next: %v (got %v)", err, got)
+		}
+		ep := eps[wc.QPNum]
+		if ep == nil {
+			t.Fatalf("completion %+v of no dialed endpoint", wc)
+		}
+		msg := string(srq.Data(wc))
+		if wc.HasImm {
+			msg += fmt.Sprintf(" imm %d", wc.Imm)
+		}
+		got[wc.QPNum] = append(got[wc.QPNum], msg)
+		if err := srq.PostRecv(int(wc.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for qpn, ep := range eps {
+		p := ep.LocalAddr().Port()
+		want := []string{fmt.Sprintf("to %d: 0", p), fmt.Sprintf("to %d: 1", p), fmt.Sprintf("to %d: 2 imm 2", p)}
+		if !slices.Equal(got[qpn], want) {
+			t.Errorf("QP %d received %q, want %q", qpn, got[qpn], want)
+		}
+		ep.Close()
+	}
+	for range conns {
+		if err := <-served; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	}
+	if srq.MR().Len() != 4*64 {
+		t.Errorf("SRQ memory %d bytes", srq.MR().Len())
 	}
 }
