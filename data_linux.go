@@ -126,7 +126,12 @@ func (m *MR) sge(off, n int) (uverbs.SGE, error) {
 
 // PostRecv posts a receive into n bytes of m at off; the completion's ID
 // is off. m may be nil for a zero-length receive (immediate data only).
+// An endpoint on a shared receive queue (EndpointOptions.SRQ) has none of
+// its own: there it fails with ErrInvalidArgument (SRQ.PostRecv).
 func (ep *Endpoint) PostRecv(m *MR, off, n int) error {
+	if ep.cfg.srq != nil {
+		return fmt.Errorf("rdmacm: the endpoint receives from a shared receive queue: post to it (SRQ.PostRecv): %w", ErrInvalidArgument)
+	}
 	if m == nil && off == 0 && n == 0 {
 		return ep.qp.PostRecv([]uverbs.RecvWR{{}})
 	}

@@ -33,6 +33,9 @@ type Endpoint struct {
 	// sharedS and sharedR are the shared CQs (EndpointOptions.SendCQ,
 	// RecvCQ) the endpoint is bound to; scq/rcq are then theirs.
 	sharedS, sharedR *CQ
+	// srq is the shared receive queue (EndpointOptions.SRQ) the QP
+	// receives from, once bound.
+	srq *SRQ
 	// setup is what EndpointOptions.Setup returned; extQP says ep.qp is
 	// its QP, the caller's: never destroyed, moved to ERR only with
 	// EndpointOptions.ErrorQPOnClose.
@@ -255,6 +258,7 @@ func (c *config) connParam(qpn uint32) *cm.ConnParam {
 		RetryCount:         orNone(c.retry, cm.RetryNone),
 		RNRRetryCount:      orNone(c.rnr, cm.RetryNone),
 		QPNum:              qpn,
+		SRQ:                c.srq != nil, // the REQ's and REP's SRQ bit, as librdmacm's for a QP on one
 	}
 }
 
@@ -285,7 +289,19 @@ func (ep *Endpoint) createQP() error {
 
 func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err error) {
 	if ep.setup.QP != nil {
+		if ep.cfg.srq != nil {
+			return fmt.Errorf("rdmacm: the caller's QP (ConnSetup.QP) with EndpointOptions.SRQ: the SRQ is for the endpoint's own QPs: %w", ErrInvalidArgument)
+		}
 		return ep.attachQP(x, ep.setup.QP)
+	}
+	// The SRQ first: its limits are the likelier to be wrong, and its
+	// error the clearer.
+	var srq *uverbs.SRQ
+	if s := ep.cfg.srq; s != nil {
+		if srq, err = s.bind(ep.c, pd); err != nil {
+			return err
+		}
+		ep.srq = s
 	}
 	if s := ep.cfg.sendCQ; s != nil {
 		if ep.scq, err = s.bind(ep.c, x); err != nil {
@@ -317,9 +333,14 @@ func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err erro
 		}
 		ep.p.cqs[recvQ] = ep.rcq
 	}
-	ep.qp, err = pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: ep.scq, RecvCQ: ep.rcq, Cap: qp.Cap{
+	init := uverbs.QPInit{Type: qp.RC, SendCQ: ep.scq, RecvCQ: ep.rcq, Cap: qp.Cap{
 		MaxSendWR: ep.cfg.sendWR, MaxRecvWR: ep.cfg.recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: ep.cfg.inline,
-	}})
+	}}
+	if srq != nil {
+		init.SRQ = srq
+		init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE = 0, 0
+	}
+	ep.qp, err = pd.CreateQP(init)
 	return err
 }
 
@@ -539,8 +560,8 @@ func (ep *Endpoint) Disconnect(ctx context.Context) error {
 
 // Close disconnects without waiting, moves the QP to ERR and destroys the
 // QP, the CQs, the completion channel, the RecvSlots memory and the CM ID,
-// in that order. A shared CQ (EndpointOptions.SendCQ, RecvCQ) is left to
-// its own Close; the caller's QP (ConnSetup.QP) is never destroyed, and
+// in that order. A shared CQ (EndpointOptions.SendCQ, RecvCQ) and a
+// shared receive queue (EndpointOptions.SRQ) are left to their own Close; the caller's QP (ConnSetup.QP) is never destroyed, and
 // moved to ERR only with EndpointOptions.ErrorQPOnClose. It interrupts
 // every blocked call of the endpoint. Memory registered with RegMsgs,
 // RegRead and RegWrite stays valid until its own Close.
@@ -572,6 +593,9 @@ func (ep *Endpoint) Close() error {
 			if cq != nil {
 				cq.unbind()
 			}
+		}
+		if ep.srq != nil {
+			ep.srq.unbind() // after the QP that receives from it
 		}
 		if ep.comp != nil {
 			errs = append(errs, ep.comp.Close())

@@ -91,6 +91,17 @@ type EndpointOptions struct {
 	// them to every accepted endpoint.
 	SendCQ, RecvCQ *CQ
 
+	// SRQ, when set, is a shared receive queue (NewSRQ) that every
+	// endpoint's QP receives from in place of a receive queue of its own:
+	// a fan-in server whose receive memory does not grow with the number
+	// of connections. RecvCQ must be set too, and hold the SRQ's slots:
+	// the receives of all endpoints complete there (CQ.Next), WC.QPNum
+	// naming the endpoint, WC.ID the slot (SRQ.Data, SRQ.PostRecv).
+	// MaxRecvWR and RecvSlots do not apply and must be 0, and
+	// Endpoint.PostRecv fails with ErrInvalidArgument. Listen's options
+	// give it to every accepted endpoint; Dial's work the same.
+	SRQ *SRQ
+
 	// ErrorQPOnClose makes an endpoint with the caller's QP (ConnSetup.QP)
 	// move it to ERR, flushing its work requests, when the
 	// connection ends (Close, Disconnect, the peer's disconnect); the QP
@@ -112,6 +123,7 @@ type config struct {
 	reply          ece.ReplyPolicy
 	spin           int
 	sendCQ, recvCQ *CQ
+	srq            *SRQ
 	errQPOnClose   bool
 	setup          SetupFunc
 	recvSlots      int
@@ -137,7 +149,7 @@ func (o *EndpointOptions) config() (config, error) {
 		o = &EndpointOptions{}
 	}
 	c := config{backend: o.Backend, privateData: o.PrivateData, ece: o.ECE, reply: o.ECEReply, spin: max(o.Spin, 0),
-		sendCQ: o.SendCQ, recvCQ: o.RecvCQ, errQPOnClose: o.ErrorQPOnClose, setup: o.Setup}
+		sendCQ: o.SendCQ, recvCQ: o.RecvCQ, srq: o.SRQ, errQPOnClose: o.ErrorQPOnClose, setup: o.Setup}
 	if c.backend == "" {
 		c.backend = rdma.BackendAuto
 	}
@@ -171,6 +183,9 @@ func (o *EndpointOptions) config() (config, error) {
 	if err != nil {
 		return config{}, err
 	}
+	if err := o.checkSRQ(); err != nil {
+		return config{}, err
+	}
 	if c.recvSlots > int(c.recvWR) {
 		if o.MaxRecvWR != 0 {
 			return config{}, fmt.Errorf("rdmacm: RecvSlots %d over MaxRecvWR %d: %w", c.recvSlots, c.recvWR, ErrInvalidArgument)
@@ -181,4 +196,24 @@ func (o *EndpointOptions) config() (config, error) {
 		return config{}, fmt.Errorf("rdmacm: a work queue of 0 entries: %w", ErrInvalidArgument)
 	}
 	return c, nil
+}
+
+// checkSRQ checks what goes with EndpointOptions.SRQ.
+func (o *EndpointOptions) checkSRQ() error {
+	s := o.SRQ
+	switch {
+	case s == nil:
+		return nil
+	case o.RecvCQ == nil:
+		return fmt.Errorf("rdmacm: EndpointOptions.SRQ without RecvCQ: the shared receive queue's receives complete on one shared CQ (NewCQ): %w", ErrInvalidArgument)
+	case o.MaxRecvWR != 0 || o.RecvSlots != 0:
+		return fmt.Errorf("rdmacm: EndpointOptions.SRQ with MaxRecvWR %d and RecvSlots %d: an endpoint on a shared receive queue has no receive queue of its own; size the SRQ (NewSRQ): %w",
+			o.MaxRecvWR, o.RecvSlots, ErrInvalidArgument)
+	case s.Slots() > o.RecvCQ.Entries():
+		// An overrun CQ is a fatal device error: every slot may complete
+		// before the application polls.
+		return fmt.Errorf("rdmacm: EndpointOptions.SRQ of %d slots on a RecvCQ of %d entries: the CQ must hold every slot's completion: %w",
+			s.Slots(), o.RecvCQ.Entries(), ErrInvalidArgument)
+	}
+	return nil
 }

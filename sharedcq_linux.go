@@ -58,6 +58,9 @@ func NewCQ(entries int) (*CQ, error) {
 	return cq, nil
 }
 
+// Entries is the size NewCQ was given (its default applied).
+func (cq *CQ) Entries() int { return cq.entries }
+
 // bind makes the device CQ on x (first use) or checks that x is its
 // device, and counts the endpoint as a user.
 func (cq *CQ) bind(c *channel, x *uverbs.Context) (*uverbs.CQ, error) {

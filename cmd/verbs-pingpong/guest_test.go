@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,10 +37,17 @@ func self(t testing.TB) string {
 	return p
 }
 
+// gidIndexes caches gidIndex: the loop is slow in the TCG guests, and
+// every test asks for the same two.
+var gidIndexes sync.Map
+
 // gidIndex finds the RoCE v2 GID holding addr in a guest's sysfs, by a
 // shell loop in that guest.
 func gidIndex(t testing.TB, m *guest.Machine, addr string) int {
 	t.Helper()
+	if n, ok := gidIndexes.Load(m.Name + " " + addr); ok {
+		return n.(int)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := m.Run(ctx, `d=/sys/class/infiniband/rxe0/ports/1; for g in $d/gids/*; do i=${g##*/}; echo "$i $(cat $g) $(cat $d/gid_attrs/types/$i 2>/dev/null)"; done`)
@@ -55,6 +63,7 @@ func gidIndex(t testing.TB, m *guest.Machine, addr string) int {
 		g, err := rdma.ParseGID(f[1])
 		if err == nil && net.IP(g[:]).Equal(ip) {
 			n, _ := strconv.Atoi(f[0])
+			gidIndexes.Store(m.Name+" "+addr, n)
 			return n
 		}
 	}
@@ -62,18 +71,30 @@ func gidIndex(t testing.TB, m *guest.Machine, addr string) int {
 	return -1
 }
 
-// side is one end of a run: which program, its flags.
+// side is one end of a run: which program, its flags. srq picks
+// ibv_srq_pingpong's protocol: that program, or verbs-pingpong -srq.
 type side struct {
 	goImpl bool
 	flags  string
+	srq    bool
 }
 
 func (s side) command(t testing.TB, server string) string {
-	prog := "ibv_rc_pingpong"
+	prog := cProg(s.srq)
 	if s.goImpl {
 		prog = envRunMain + "=1 " + self(t)
+		if s.srq {
+			prog += " -srq"
+		}
 	}
 	return strings.TrimSpace(prog + " " + s.flags + " " + server)
+}
+
+func cProg(srq bool) string {
+	if srq {
+		return "ibv_srq_pingpong"
+	}
+	return "ibv_rc_pingpong"
 }
 
 func impl(goImpl bool) string {
@@ -160,14 +181,79 @@ func TestGuestAgainstIbvRcPingpong(t *testing.T) {
 				common := fmt.Sprintf("-d rxe0 -n %d -s %d -c%s", iters, size, c.extra)
 				port++
 				srvOut, cliOut := pair(t,
-					side{c.srvGo, fmt.Sprintf("%s -g %d", common, gb)},
-					side{c.cliGo, fmt.Sprintf("%s -g %d", common, ga)}, port)
+					side{c.srvGo, fmt.Sprintf("%s -g %d", common, gb), false},
+					side{c.cliGo, fmt.Sprintf("%s -g %d", common, ga), false}, port)
 				checkRun(t, impl(c.srvGo)+" server", srvOut, iters)
 				checkRun(t, impl(c.cliGo)+" client", cliOut, iters)
 				if size == 4096 {
 					t.Logf("size %d\nserver (%s):\n%sclient (%s):\n%s", size, impl(c.srvGo), srvOut, impl(c.cliGo), cliOut)
 				}
 			}
+		})
+	}
+}
+
+var (
+	localQPNRe  = regexp.MustCompile(`local address:  LID 0x[0-9a-f]+, QPN 0x([0-9a-f]+),`)
+	remoteQPNRe = regexp.MustCompile(`remote address: LID 0x[0-9a-f]+, QPN 0x([0-9a-f]+),`)
+)
+
+func qpns(re *regexp.Regexp, out string) []string {
+	var v []string
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
+		v = append(v, m[1])
+	}
+	return v
+}
+
+// TestGuestAgainstIbvSrqPingpong runs verbs-pingpong -srq against
+// rdma-core's ibv_srq_pingpong in both roles, in poll and event mode: nQP
+// RC QPs a side, every one receiving from its side's one SRQ.
+// Besides the summaries, each side's remote QPNs must be the other's
+// local ones, in order: the MAX_QP-entry exchange paired the QPs.
+func TestGuestAgainstIbvSrqPingpong(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := guest.Peer().Run(ctx, "command -v ibv_srq_pingpong"); err != nil {
+		t.Fatalf("ibv_srq_pingpong is not in the guest image (rdma-core's ibverbs-utils): %v", err)
+	}
+	ga := gidIndex(t, guest.Local(), guest.Local().Addr)
+	gb := gidIndex(t, guest.Peer(), guest.Peer().Addr)
+	const nQP, iters = 8, 400
+	port := 18600
+	for _, c := range []struct {
+		name         string
+		srvGo, cliGo bool
+		extra        string
+	}{
+		{"go-server/c-client", true, false, ""},
+		{"c-server/go-client", false, true, ""},
+		{"go-server/c-client/events", true, false, " -e"},
+		{"c-server/go-client/events", false, true, " -e"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// An rx depth of 2*nQP makes the SRQ refill often, with receives
+			// of several QPs in flight at once.
+			common := fmt.Sprintf("-d rxe0 -q %d -r %d -n %d -s 1000%s", nQP, 2*nQP, iters, c.extra)
+			port++
+			srvOut, cliOut := pair(t,
+				side{c.srvGo, fmt.Sprintf("%s -g %d", common, gb), true},
+				side{c.cliGo, fmt.Sprintf("%s -g %d", common, ga), true}, port)
+			srvName, cliName := impl(c.srvGo)+" -srq server", impl(c.cliGo)+" -srq client"
+			if !c.srvGo {
+				srvName = "ibv_srq_pingpong server"
+			}
+			if !c.cliGo {
+				cliName = "ibv_srq_pingpong client"
+			}
+			checkRun(t, srvName, srvOut, iters)
+			checkRun(t, cliName, cliOut, iters)
+			sl, sr, cl, cr := qpns(localQPNRe, srvOut), qpns(remoteQPNRe, srvOut), qpns(localQPNRe, cliOut), qpns(remoteQPNRe, cliOut)
+			if len(sl) != nQP || !slices.Equal(sl, cr) || !slices.Equal(cl, sr) {
+				t.Errorf("QPs not paired: server local %v remote %v; client local %v remote %v", sl, sr, cl, cr)
+			}
+			t.Logf("server (%s):\n%sclient (%s):\n%s", srvName, srvOut, cliName, cliOut)
 		})
 	}
 }
@@ -197,7 +283,7 @@ func benchPingPong(b *testing.B, extra string) {
 			for _, goImpl := range []bool{false, true} {
 				common := fmt.Sprintf("-d rxe0 -n 1000 -s %d%s", size, extra)
 				port++
-				_, cli := pair(b, side{goImpl, fmt.Sprintf("%s -g %d", common, gb)}, side{goImpl, fmt.Sprintf("%s -g %d", common, ga)}, port)
+				_, cli := pair(b, side{goImpl, fmt.Sprintf("%s -g %d", common, gb), false}, side{goImpl, fmt.Sprintf("%s -g %d", common, ga), false}, port)
 				m := usecRe.FindStringSubmatch(cli)
 				if m == nil {
 					b.Fatalf("no summary:\n%s", cli)

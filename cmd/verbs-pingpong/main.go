@@ -10,6 +10,16 @@
 // With -c the received buffer is validated at the end (every byte, against
 // the pattern rc_pingpong's -c writes) and the exit status is 1 if it
 // differs.
+//
+// With -srq it is the twin of ibv_srq_pingpong (srq_pingpong.c) instead:
+// -q N RC QPs (16) that all receive from one shared receive queue of -r
+// receives, the exchange of MAX_QP (256) addresses each way of which the
+// first N are the QPs, and the ping-pong of -n exchanges in all, each QP
+// sending once its last send and receive completed. -c is not one of that
+// program's options; the others are as above.
+//
+//	verbs-pingpong -srq -q 8 -d rxe0 -g 1              # server
+//	verbs-pingpong -srq -q 8 -d rxe0 -g 1 192.0.2.1    # client
 package main
 
 import (

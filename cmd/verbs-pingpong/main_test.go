@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,13 @@ func TestParseOptionsLikeGetopt(t *testing.T) {
 			o.serverName, o.events, o.validate, o.mtu, o.rxDepth, o.ibPort, o.sl = "host", true, true, rdma.MTU2048, 8, 2, 3
 		}},
 		{[]string{"--", "-weird-host"}, func(o *options) { o.serverName = "-weird-host" }},
+		// ibv_srq_pingpong's protocol: 16 QPs unless -q says.
+		{[]string{"-srq"}, func(o *options) { o.srq, o.numQP = true, 16 }},
+		{[]string{"-d", "rxe0", "-q", "4", "-srq", "-r", "4", "host"}, func(o *options) {
+			o.device, o.srq, o.numQP, o.rxDepth, o.serverName = "rxe0", true, 4, 4, "host"
+		}},
+		{[]string{"--srq", "--num-qp=256", "-eq2"}, func(o *options) { o.srq, o.numQP, o.events = true, 2, true }},
+		{[]string{"-srq", "-q1", "-r1"}, func(o *options) { o.srq, o.numQP, o.rxDepth = true, 1, 1 }},
 	} {
 		got, err := parseOptions(c.args)
 		want := defaultOptions()
@@ -49,6 +57,9 @@ func TestParseOptionsLikeGetopt(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"-x"}, {"--nope"}, {"-p"}, {"-p", "70000"}, {"-m", "1000"}, {"-n", "ten"}, {"a", "b"}, {"-o"}, {"-r", "1"},
+		// -q without -srq, -c with it (neither program has that pair),
+		// and more QPs than srq_pingpong's exchange carries.
+		{"-q", "4"}, {"-srq", "-c"}, {"-srq", "-q", "0"}, {"-srq", "-q", "257"}, {"-sr"},
 	} {
 		if _, err := parseOptions(bad); !errors.Is(err, errUsage) {
 			t.Errorf("%q accepted (%v)", bad, err)
@@ -86,38 +97,49 @@ func TestWireFormat(t *testing.T) {
 }
 
 // TestExchangeOverTCP runs the client and server halves of the address
-// exchange against each other on loopback.
+// exchange against each other on loopback: rc_pingpong's one message, and
+// srq_pingpong's MAX_QP of which only the first few are QPs.
 func TestExchangeOverTCP(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srvDest := dest{qpn: 0x22, psn: 0x2222, gid: rdma.GID{15: 2}}
-	cliDest := dest{qpn: 0x11, psn: 0x1111, gid: rdma.GID{15: 1}}
-	type out struct {
-		d   dest
-		err error
-	}
-	srv := make(chan out, 1)
-	var connected dest
-	go func() {
-		d, err := serverExchange(port, srvDest, func(d dest) error { connected = d; return nil })
-		srv <- out{d, err}
-	}()
-	var got dest
-	for i := 0; i < 100; i++ { // until the server listens
-		if got, err = clientExchange("127.0.0.1", port, cliDest); err == nil {
-			break
+	for _, c := range []struct{ n, qps int }{{1, 1}, {maxQP, 3}} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		var srvDest, cliDest []dest
+		for i := range c.qps {
+			srvDest = append(srvDest, dest{qpn: 0x22 + uint32(i), psn: 0x2222, gid: rdma.GID{15: 2}})
+			cliDest = append(cliDest, dest{qpn: 0x11 + uint32(i), psn: 0x1111, gid: rdma.GID{15: 1}})
+		}
+		type out struct {
+			d   []dest
+			err error
+		}
+		srv := make(chan out, 1)
+		var connected []dest
+		go func() {
+			d, err := serverExchange(port, srvDest, c.n, func(d []dest) error { connected = d; return nil })
+			srv <- out{d, err}
+		}()
+		var got []dest
+		for i := 0; i < 100; i++ { // until the server listens
+			if got, err = clientExchange("127.0.0.1", port, cliDest, c.n); err == nil {
+				break
+			}
+		}
+		// Past the QPs the C programs send zeroed entries.
+		want := func(d []dest) []dest { return append(slices.Clone(d), make([]dest, c.n-c.qps)...) }
+		if err != nil || !slices.Equal(got, want(srvDest)) {
+			t.Fatalf("%d messages: client got %+v, %v", c.n, got, err)
+		}
+		s := <-srv
+		if s.err != nil || !slices.Equal(s.d, want(cliDest)) || !slices.Equal(connected, want(cliDest)) {
+			t.Fatalf("%d messages: server got %+v (connected %+v), %v", c.n, s.d, connected, s.err)
 		}
 	}
-	if err != nil || got != srvDest {
-		t.Fatalf("client got %+v, %v", got, err)
-	}
-	s := <-srv
-	if s.err != nil || s.d != cliDest || connected != cliDest {
-		t.Fatalf("server got %+v (connected %+v), %v", s.d, connected, s.err)
+	if b := encodeAll(nil, 2); string(b[wireLen:]) != "0000:000000:000000:00000000000000000000000000000000\x00" {
+		t.Errorf("zero entry %q", b[wireLen:])
 	}
 }
 
@@ -143,8 +165,13 @@ func TestBufferPattern(t *testing.T) {
 
 func TestUsageAndMissingDevice(t *testing.T) {
 	var out, errb bytes.Buffer
-	if rc := runMain([]string{"verbs-pingpong", "-q"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "--gid-idx") {
+	if rc := runMain([]string{"verbs-pingpong", "-x"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "--gid-idx") {
 		t.Errorf("usage: rc %d\n%s", rc, errb.String())
+	}
+	errb.Reset()
+	if rc := runMain([]string{"verbs-pingpong", "-srq", "-q", "8", "-r", "4"}, &out, &errb); rc != 1 ||
+		!strings.Contains(errb.String(), "rx_depth 4 is too small for 8 QPs") || strings.Contains(errb.String(), "Usage") {
+		t.Errorf("-q over -r: rc %d\n%s", rc, errb.String())
 	}
 	old := uverbs.DefaultDiscovery
 	uverbs.DefaultDiscovery = uverbs.Discovery{SysRoot: t.TempDir(), DevRoot: t.TempDir()}

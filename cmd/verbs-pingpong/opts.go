@@ -23,15 +23,27 @@ type options struct {
 	gidIndex   int      // -g, --gid-idx: local GID index (-1: none, IB only)
 	validate   bool     // -c, --chk: validate the received buffer
 	serverName string   // the server to connect to; empty: be the server
+	// srq (-srq, --srq) speaks ibv_srq_pingpong's protocol instead:
+	// numQP RC QPs (-q, --num-qp; 16) receive from one shared receive
+	// queue of rxDepth receives. Without it numQP is 1.
+	srq   bool
+	numQP int
 }
 
+// Limits and defaults of ibv_srq_pingpong.
+const (
+	maxQP        = 256 // MAX_QP: the exchange always carries this many addresses
+	defaultNumQP = 16
+)
+
 func defaultOptions() options {
-	return options{port: 18515, ibPort: 1, size: 4096, mtu: rdma.MTU1024, rxDepth: 500, iters: 1000, gidIndex: -1}
+	return options{port: 18515, ibPort: 1, size: 4096, mtu: rdma.MTU1024, rxDepth: 500, iters: 1000, gidIndex: -1, numQP: 1}
 }
 
 const usageText = `Usage:
   %[1]s            start a server and wait for connection
   %[1]s <host>     connect to server at <host>
+  %[1]s -srq ...   the same with ibv_srq_pingpong's protocol
 
 Options:
   -p, --port=<port>      listen on/connect to port <port> (default 18515)
@@ -44,7 +56,9 @@ Options:
   -l, --sl=<sl>          service level value
   -e, --events           sleep on CQ events (default poll)
   -g, --gid-idx=<gid index> local port gid index
-  -c, --chk              validate received buffer
+  -c, --chk              validate received buffer (not with -srq)
+  -srq, --srq            speak ibv_srq_pingpong: QPs sharing one SRQ
+  -q, --num-qp=<num>     number of QPs to use with -srq (default 16)
 `
 
 var errUsage = errors.New("usage")
@@ -57,6 +71,9 @@ var optSpec = map[string]struct {
 	"port": {'p', true}, "ib-dev": {'d', true}, "ib-port": {'i', true}, "size": {'s', true},
 	"mtu": {'m', true}, "rx-depth": {'r', true}, "iters": {'n', true}, "sl": {'l', true},
 	"events": {'e', false}, "gid-idx": {'g', true}, "chk": {'c', false},
+	// ibv_srq_pingpong's: "-srq" is a word of its own (as a bundle it
+	// would read -s rq), "-q" is valid with it only.
+	"srq": {0, false}, "num-qp": {'q', true},
 	// ibv_rc_pingpong options this twin does not implement.
 	"odp": {'o', false}, "iodp": {'O', false}, "prefetch": {'P', false}, "ts": {'t', false},
 	"dm": {'j', false}, "new_send": {'N', false},
@@ -71,15 +88,19 @@ func shortSpec(c byte) (string, bool, bool) {
 	return "", false, false
 }
 
-// parseOptions parses args as getopt_long does for ibv_rc_pingpong:
-// "-p 1", "-p1", "--port=1", "--port 1", bundled flags ("-ec"), options
-// and the server name in any order, "--" ending the options.
+// parseOptions parses args as getopt_long does for ibv_rc_pingpong and
+// ibv_srq_pingpong: "-p 1", "-p1", "--port=1", "--port 1", bundled flags
+// ("-ec"), options and the server name in any order, "--" ending the
+// options; "-srq" is the one multi-letter word with a single dash.
 func parseOptions(args []string) (options, error) {
 	o := defaultOptions()
+	o.numQP = 0 // not given yet
 	var operands []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case a == "-srq":
+			o.srq = true
 		case a == "--":
 			operands = append(operands, args[i+1:]...)
 			i = len(args)
@@ -135,7 +156,28 @@ func parseOptions(args []string) (options, error) {
 	default:
 		return o, fmt.Errorf("%w: more than one server name", errUsage)
 	}
-	return o, nil
+	return o, o.finish()
+}
+
+// finish checks what depends on the mode, once every option is known.
+func (o *options) finish() error {
+	switch {
+	case !o.srq && o.numQP != 0:
+		return fmt.Errorf("%w: -q (--num-qp) is ibv_srq_pingpong's: give -srq too", errUsage)
+	case !o.srq:
+		o.numQP = 1
+		if o.rxDepth < 2 {
+			return fmt.Errorf("%w: rx-depth %d", errUsage, o.rxDepth)
+		}
+	case o.validate:
+		return fmt.Errorf("%w: -c (--chk) is not an ibv_srq_pingpong option", errUsage)
+	case o.numQP == 0:
+		o.numQP = defaultNumQP
+	}
+	if o.numQP < 1 || o.numQP > maxQP {
+		return fmt.Errorf("%w: num-qp %d out of range 1..%d", errUsage, o.numQP, maxQP)
+	}
+	return nil
 }
 
 // number parses like strtol(…, 0): decimal, 0x hex or 0 octal.
@@ -173,7 +215,7 @@ func (o *options) set(name, val string) error {
 			}
 		}
 	case "rx-depth":
-		if o.rxDepth, err = number(name, val); err == nil && o.rxDepth < 2 {
+		if o.rxDepth, err = number(name, val); err == nil && o.rxDepth < 1 {
 			err = fmt.Errorf("%w: rx-depth %d", errUsage, o.rxDepth)
 		}
 	case "iters":
@@ -188,6 +230,13 @@ func (o *options) set(name, val string) error {
 		o.gidIndex, err = number(name, val)
 	case "chk":
 		o.validate = true
+	case "srq":
+		o.srq = true
+	case "num-qp":
+		o.numQP, err = number(name, val)
+		if err == nil && o.numQP < 1 {
+			err = fmt.Errorf("%w: num-qp %d out of range 1..%d", errUsage, o.numQP, maxQP)
+		}
 	default:
 		err = fmt.Errorf("%w: --%s is not implemented by verbs-pingpong", errUsage, name)
 	}

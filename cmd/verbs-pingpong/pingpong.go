@@ -71,53 +71,80 @@ func parseDest(b []byte) (dest, error) {
 	return d, nil
 }
 
-// clientExchange connects to the server, sends our address, reads the
-// server's, and confirms with "done" (pp_client_exch_dest).
-func clientExchange(server string, port int, my dest) (dest, error) {
+// clientExchange connects to the server, sends our n addresses, reads
+// the server's n, and confirms with "done" (pp_client_exch_dest). n is 1
+// for rc_pingpong, maxQP for srq_pingpong (whose unused entries are zero).
+func clientExchange(server string, port int, my []dest, n int) ([]dest, error) {
 	c, err := net.Dial("tcp", net.JoinHostPort(server, strconv.Itoa(port)))
 	if err != nil {
-		return dest{}, fmt.Errorf("couldn't connect to %s:%d: %w", server, port, err)
+		return nil, fmt.Errorf("couldn't connect to %s:%d: %w", server, port, err)
 	}
 	defer c.Close()
-	if _, err := c.Write(my.encode()); err != nil {
-		return dest{}, fmt.Errorf("couldn't send local address: %w", err)
+	if _, err := c.Write(encodeAll(my, n)); err != nil {
+		return nil, fmt.Errorf("couldn't send local address: %w", err)
 	}
-	msg := make([]byte, wireLen)
-	if _, err := io.ReadFull(c, msg); err != nil {
-		return dest{}, fmt.Errorf("couldn't read remote address: %w", err)
+	rem, err := readDests(c, n)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := c.Write([]byte("done\x00")); err != nil {
-		return dest{}, fmt.Errorf("couldn't write done: %w", err)
+		return nil, fmt.Errorf("couldn't write done: %w", err)
 	}
-	return parseDest(msg)
+	return rem, nil
 }
 
-// serverExchange accepts one client, reads its address, connects the QP
-// with connect (before answering, as pp_server_exch_dest does), sends our
-// address and waits for the client's "done".
-func serverExchange(port int, my dest, connect func(dest) error) (dest, error) {
+// encodeAll is the n messages of my, zero addresses past its end (the
+// C programs memset their array), in one buffer for one write.
+func encodeAll(my []dest, n int) []byte {
+	b := make([]byte, 0, n*wireLen)
+	for i := range n {
+		var d dest
+		if i < len(my) {
+			d = my[i]
+		}
+		b = append(b, d.encode()...)
+	}
+	return b
+}
+
+// readDests reads and parses n messages.
+func readDests(r io.Reader, n int) ([]dest, error) {
+	rem := make([]dest, n)
+	msg := make([]byte, wireLen)
+	for i := range rem {
+		if _, err := io.ReadFull(r, msg); err != nil {
+			return nil, fmt.Errorf("couldn't read remote address [%d]: %w", i, err)
+		}
+		var err error
+		if rem[i], err = parseDest(msg); err != nil {
+			return nil, err
+		}
+	}
+	return rem, nil
+}
+
+// serverExchange accepts one client, reads its n addresses, connects the
+// QPs with connect (before answering, as pp_server_exch_dest does), sends
+// our n addresses and waits for the client's "done".
+func serverExchange(port int, my []dest, n int, connect func([]dest) error) ([]dest, error) {
 	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 	if err != nil {
-		return dest{}, fmt.Errorf("couldn't listen to port %d: %w", port, err)
+		return nil, fmt.Errorf("couldn't listen to port %d: %w", port, err)
 	}
 	c, err := l.Accept()
 	l.Close()
 	if err != nil {
-		return dest{}, fmt.Errorf("accept() failed: %w", err)
+		return nil, fmt.Errorf("accept() failed: %w", err)
 	}
 	defer c.Close()
-	msg := make([]byte, wireLen)
-	if _, err := io.ReadFull(c, msg); err != nil {
-		return dest{}, fmt.Errorf("couldn't read remote address: %w", err)
-	}
-	rem, err := parseDest(msg)
+	rem, err := readDests(c, n)
 	if err != nil {
-		return rem, err
+		return nil, err
 	}
 	if err := connect(rem); err != nil {
 		return rem, fmt.Errorf("couldn't connect to remote QP: %w", err)
 	}
-	if _, err := c.Write(my.encode()); err != nil {
+	if _, err := c.Write(encodeAll(my, n)); err != nil {
 		return rem, fmt.Errorf("couldn't send local address: %w", err)
 	}
 	done := make([]byte, wireLen)
@@ -127,7 +154,8 @@ func serverExchange(port int, my dest, connect func(dest) error) (dest, error) {
 	return rem, nil
 }
 
-// pingpong is one side's verbs state (pingpong_context).
+// pingpong is one side's verbs state (pingpong_context): one QP
+// (rc_pingpong), or numQP QPs on one SRQ (srq_pingpong).
 type pingpong struct {
 	o         options
 	x         *uverbs.Context
@@ -136,22 +164,39 @@ type pingpong struct {
 	buf       *uverbs.Buffer
 	mr        *uverbs.MR
 	cq        *uverbs.CQ
-	q         *uverbs.QP
+	srq       *uverbs.SRQ
+	qps       []*uverbs.QP
+	qpIndex   map[uint32]int // QP number to index in qps (find_qp)
+	recvQ     recvQueue      // where receives go: the QP or the SRQ
 	sendFlags uverbs.SendFlags
 	sendWR    []uverbs.SendWR
 	recvWR    []uverbs.RecvWR
-	pending   int
+	pending   []int
 	port      uverbs.PortAttr
+}
+
+// recvQueue is a QP's own receive queue or a shared one.
+type recvQueue interface {
+	PostRecv(wrs []uverbs.RecvWR) error
 }
 
 func (p *pingpong) close() error {
 	if p.x == nil {
 		return nil
 	}
-	err := p.x.Close()
+	// QPs before the SRQ they receive from, as pp_close_ctx.
+	var err error
+	for _, q := range p.qps {
+		err = errors.Join(err, q.Close())
+	}
+	if p.srq != nil {
+		err = errors.Join(err, p.srq.Close())
+	}
+	err = errors.Join(err, p.x.Close())
 	if p.buf != nil {
 		err = errors.Join(err, p.buf.Close())
 	}
+	p.x, p.qps, p.srq = nil, nil, nil
 	return err
 }
 
@@ -191,7 +236,7 @@ func checkBuffer(b []byte) []int {
 }
 
 func setup(o options) (*pingpong, error) {
-	p := &pingpong{o: o, sendFlags: uverbs.SendSignaled}
+	p := &pingpong{o: o, sendFlags: uverbs.SendSignaled, qpIndex: map[uint32]int{}, pending: make([]int, o.numQP)}
 	dev, err := uverbs.DefaultDiscovery.Device(o.device)
 	if err != nil {
 		if o.device != "" {
@@ -211,7 +256,11 @@ func setup(o options) (*pingpong, error) {
 	if p.buf, err = uverbs.AllocBuffer(o.size); err != nil {
 		return nil, fmt.Errorf("couldn't allocate work buf: %w", err)
 	}
-	fillBuffer(p.buf.Bytes(), o.validate && o.serverName != "")
+	if o.srq {
+		clear(p.buf.Bytes()) // srq_pingpong sends zeros
+	} else {
+		fillBuffer(p.buf.Bytes(), o.validate && o.serverName != "")
+	}
 	if o.events {
 		if p.ch, err = p.x.CreateCompChannel(); err != nil {
 			return nil, fmt.Errorf("couldn't create completion channel: %w", err)
@@ -223,20 +272,36 @@ func setup(o options) (*pingpong, error) {
 	if p.mr, err = p.pd.RegMR(p.buf, qp.AccessLocalWrite); err != nil {
 		return nil, fmt.Errorf("couldn't register MR: %w", err)
 	}
-	if p.cq, err = p.x.CreateCQ(o.rxDepth+1, p.ch, 0); err != nil {
+	if p.cq, err = p.x.CreateCQ(o.rxDepth+o.numQP, p.ch, 0); err != nil {
 		return nil, fmt.Errorf("couldn't create CQ: %w", err)
 	}
-	p.q, err = p.pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: p.cq, RecvCQ: p.cq,
-		Cap: qp.Cap{MaxSendWR: 1, MaxRecvWR: uint32(o.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
-	if err != nil {
-		return nil, fmt.Errorf("couldn't create QP: %w", err)
+	qpCap := qp.Cap{MaxSendWR: 1, MaxRecvWR: uint32(o.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
+	if o.srq {
+		if p.srq, err = p.pd.CreateSRQ(uverbs.SRQInit{MaxWR: o.rxDepth, MaxSGE: 1}); err != nil {
+			return nil, fmt.Errorf("couldn't create SRQ: %w", err)
+		}
+		qpCap.MaxRecvWR, qpCap.MaxRecvSGE = 0, 0
 	}
-	if int(p.q.Cap().MaxInlineData) >= o.size {
-		p.sendFlags |= uverbs.SendInline
+	for i := range o.numQP {
+		q, err := p.pd.CreateQP(uverbs.QPInit{Type: qp.RC, SendCQ: p.cq, RecvCQ: p.cq, SRQ: p.srq, Cap: qpCap})
+		if err != nil {
+			return nil, fmt.Errorf("couldn't create QP[%d]: %w", i, err)
+		}
+		p.qps = append(p.qps, q)
+		p.qpIndex[q.Num()] = i
+		if int(q.Cap().MaxInlineData) >= o.size {
+			p.sendFlags |= uverbs.SendInline
+		}
 	}
-	init := qp.Attr{State: qp.Init, PKeyIndex: 0, Port: uint8(o.ibPort)}
-	if err := p.q.Modify(&init, qp.MaskState|qp.MaskPKeyIndex|qp.MaskPort|qp.MaskAccessFlags); err != nil {
-		return nil, fmt.Errorf("failed to modify QP to INIT: %w", err)
+	p.recvQ = p.qps[0]
+	if p.srq != nil {
+		p.recvQ = p.srq
+	}
+	for i, q := range p.qps {
+		init := qp.Attr{State: qp.Init, PKeyIndex: 0, Port: uint8(o.ibPort)}
+		if err := q.Modify(&init, qp.MaskState|qp.MaskPKeyIndex|qp.MaskPort|qp.MaskAccessFlags); err != nil {
+			return nil, fmt.Errorf("failed to modify QP[%d] to INIT: %w", i, err)
+		}
 	}
 	sge := []uverbs.SGE{p.mr.SGE(0, o.size)}
 	p.sendWR = []uverbs.SendWR{{ID: sendWRID, Opcode: uverbs.OpSend, Flags: p.sendFlags, SGEs: sge}}
@@ -248,37 +313,47 @@ func setup(o options) (*pingpong, error) {
 	return p, nil
 }
 
-// connect moves the QP to RTR and RTS towards rem (pp_connect_ctx).
-func (p *pingpong) connect(myPSN uint32, rem dest) error {
+// connect moves each QP to RTR and RTS towards its peer in rem
+// (pp_connect_ctx).
+func (p *pingpong) connect(my, rem []dest) error {
+	for i, q := range p.qps {
+		if err := p.connectQP(q, my[i].psn, rem[i]); err != nil {
+			if len(p.qps) > 1 {
+				return fmt.Errorf("QP[%d]: %w", i, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pingpong) connectQP(q *uverbs.QP, myPSN uint32, rem dest) error {
 	rtr := qp.Attr{State: qp.RTR, PathMTU: p.o.mtu, DestQPN: rem.qpn, RQPSN: rem.psn, MaxDestRdAtomic: 1, MinRNRTimer: 12,
 		AH: qp.AH{DLID: rem.lid, SL: uint8(p.o.sl), PortNum: uint8(p.o.ibPort)}}
 	if binary.BigEndian.Uint64(rem.gid[8:]) != 0 { // interface id set: route with a GRH
 		rtr.AH.IsGlobal = true
 		rtr.AH.GRH = qp.GRH{HopLimit: 1, DGID: rem.gid, SGIDIndex: uint8(p.o.gidIndex)}
 	}
-	if err := p.q.Modify(&rtr, qp.MaskState|qp.MaskAV|qp.MaskPathMTU|qp.MaskDestQPN|qp.MaskRQPSN|qp.MaskMaxDestRdAtomic|qp.MaskMinRNRTimer); err != nil {
+	if err := q.Modify(&rtr, qp.MaskState|qp.MaskAV|qp.MaskPathMTU|qp.MaskDestQPN|qp.MaskRQPSN|qp.MaskMaxDestRdAtomic|qp.MaskMinRNRTimer); err != nil {
 		return fmt.Errorf("failed to modify QP to RTR: %w", err)
 	}
 	rts := qp.Attr{State: qp.RTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: myPSN, MaxRdAtomic: 1}
-	if err := p.q.Modify(&rts, qp.MaskState|qp.MaskTimeout|qp.MaskRetryCnt|qp.MaskRNRRetry|qp.MaskSQPSN|qp.MaskMaxQPRdAtomic); err != nil {
+	if err := q.Modify(&rts, qp.MaskState|qp.MaskTimeout|qp.MaskRetryCnt|qp.MaskRNRRetry|qp.MaskSQPSN|qp.MaskMaxQPRdAtomic); err != nil {
 		return fmt.Errorf("failed to modify QP to RTS: %w", err)
 	}
 	return nil
 }
 
-// postRecv posts up to n receives of the whole buffer; it returns how many
-// were posted.
+// postRecv posts up to n receives of the whole buffer, to the QP or the
+// SRQ; it returns how many were posted.
 func (p *pingpong) postRecv(n int) int {
 	for i := 0; i < n; i++ {
-		if p.q.PostRecv(p.recvWR) != nil {
+		if p.recvQ.PostRecv(p.recvWR) != nil {
 			return i
 		}
 	}
 	return n
 }
-
-// gidString formats g like inet_ntop(AF_INET6), keeping the
-// "::ffff:a.b.c.d" form of IPv4-mapped GIDs.
 
 func randomPSN() uint32 {
 	var b [4]byte
@@ -296,6 +371,9 @@ type result struct {
 
 func run(o options, stdout io.Writer) (result, error) {
 	var res result
+	if o.numQP > o.rxDepth {
+		return res, fmt.Errorf("rx_depth %d is too small for %d QPs -- must have at least one receive per QP", o.rxDepth, o.numQP)
+	}
 	p, err := setup(o)
 	if err != nil {
 		return res, err
@@ -310,10 +388,10 @@ func run(o options, stdout io.Writer) (result, error) {
 			return res, fmt.Errorf("couldn't request CQ notification: %w", err)
 		}
 	}
-	my := dest{lid: p.port.LID, qpn: p.q.Num(), psn: randomPSN()}
-	if p.port.LinkLayer != uverbs.LinkEthernet && my.lid == 0 {
+	if p.port.LinkLayer != uverbs.LinkEthernet && p.port.LID == 0 {
 		return res, errors.New("couldn't get local LID")
 	}
+	var gid rdma.GID
 	if o.gidIndex >= 0 {
 		gids, err := p.x.QueryGIDTable()
 		if err != nil {
@@ -322,39 +400,54 @@ func run(o options, stdout io.Writer) (result, error) {
 		found := false
 		for _, g := range gids {
 			if g.Port == o.ibPort && g.Index == o.gidIndex {
-				my.gid, found = g.GID, true
+				gid, found = g.GID, true
 			}
 		}
 		if !found {
 			return res, fmt.Errorf("can't read sgid of index %d", o.gidIndex)
 		}
 	}
-	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, my.gid.Addr().String())
-	var rem dest
+	my := make([]dest, o.numQP)
+	for i, q := range p.qps {
+		my[i] = dest{lid: p.port.LID, qpn: q.Num(), psn: randomPSN(), gid: gid}
+		fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my[i].lid, my[i].qpn, my[i].psn, my[i].gid.Addr().String())
+	}
+	wire := 1 // messages each way: rc_pingpong's one, srq_pingpong's MAX_QP
+	if o.srq {
+		wire = maxQP
+	}
+	var rem []dest
 	if o.serverName != "" {
-		rem, err = clientExchange(o.serverName, o.port, my)
+		rem, err = clientExchange(o.serverName, o.port, my, wire)
 	} else {
-		rem, err = serverExchange(o.port, my, func(d dest) error { return p.connect(my.psn, d) })
+		rem, err = serverExchange(o.port, my, wire, func(d []dest) error { return p.connect(my, d) })
 	}
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem.lid, rem.qpn, rem.psn, rem.gid.Addr().String())
+	for _, d := range rem[:o.numQP] {
+		fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", d.lid, d.qpn, d.psn, d.gid.Addr().String())
+	}
 	if o.serverName != "" {
-		if err := p.connect(my.psn, rem); err != nil {
+		if err := p.connect(my, rem); err != nil {
 			return res, err
 		}
 	}
-	p.pending = recvWRID
-	if o.serverName != "" {
-		if err := p.q.PostSend(p.sendWR); err != nil {
-			return res, fmt.Errorf("couldn't post send: %w", err)
+	for i, q := range p.qps {
+		p.pending[i] = recvWRID
+		if o.serverName != "" {
+			if err := q.PostSend(p.sendWR); err != nil {
+				return res, fmt.Errorf("couldn't post send: %w", err)
+			}
+			p.pending[i] |= sendWRID
 		}
-		p.pending |= sendWRID
 	}
 	start := time.Now()
 	rcnt, scnt := 0, 0
-	var wc [2]uverbs.WC
+	wc := make([]uverbs.WC, 2) // rc_pingpong's array; srq_pingpong's holds a CQ's worth
+	if o.srq {
+		wc = make([]uverbs.WC, o.rxDepth+o.numQP)
+	}
 	ctx := context.Background()
 	for rcnt < o.iters || scnt < o.iters {
 		if o.events {
@@ -367,7 +460,7 @@ func run(o options, stdout io.Writer) (result, error) {
 		}
 		var ne int
 		for {
-			if ne, err = p.cq.Poll(wc[:]); err != nil {
+			if ne, err = p.cq.Poll(wc); err != nil {
 				return res, fmt.Errorf("poll CQ failed: %w", err)
 			}
 			if o.events || ne > 0 {
@@ -379,12 +472,17 @@ func run(o options, stdout io.Writer) (result, error) {
 			if w.Status != rdma.WCSuccess {
 				return res, fmt.Errorf("failed status %s (%d) for wr_id %d", w.Status, w.Status, w.ID)
 			}
+			qi, ok := p.qpIndex[w.QPNum]
+			if !ok {
+				return res, fmt.Errorf("couldn't find QPN %06x", w.QPNum)
+			}
 			switch w.ID {
 			case sendWRID:
 				scnt++
 			case recvWRID:
+				// Refill when no more than one receive per QP is left.
 				routs--
-				if routs <= 1 {
+				if routs <= o.numQP {
 					routs += p.postRecv(o.rxDepth - routs)
 					if routs < o.rxDepth {
 						return res, fmt.Errorf("couldn't post receive (%d)", routs)
@@ -394,12 +492,12 @@ func run(o options, stdout io.Writer) (result, error) {
 			default:
 				return res, fmt.Errorf("completion for unknown wr_id %d", w.ID)
 			}
-			p.pending &^= int(w.ID)
-			if scnt < o.iters && p.pending == 0 {
-				if err := p.q.PostSend(p.sendWR); err != nil {
+			p.pending[qi] &^= int(w.ID)
+			if scnt < o.iters && p.pending[qi] == 0 {
+				if err := p.qps[qi].PostSend(p.sendWR); err != nil {
 					return res, fmt.Errorf("couldn't post send: %w", err)
 				}
-				p.pending = recvWRID | sendWRID
+				p.pending[qi] = recvWRID | sendWRID
 			}
 		}
 	}

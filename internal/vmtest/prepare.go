@@ -55,6 +55,7 @@ func CMModules() []string { return []string{"ib_cm", "iw_cm", "rdma_cm", "rdma_u
 var guestDebBinaries = []string{
 	"rping", "ucmatose", "rdma_server", "rdma_client", "udaddy", "mckey", "cmtime", "riostream", "rstream", "rcopy",
 	"ibv_devinfo", "ibv_devices", "ibv_rc_pingpong", "ibv_ud_pingpong",
+	"ibv_srq_pingpong",
 	"ib_send_lat", "ib_send_bw", "ib_write_lat", "ib_write_bw", "ib_read_lat",
 }
 
