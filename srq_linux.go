@@ -2,6 +2,7 @@ package rdmacm
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/go-rdma/rdmacm/qp"
@@ -52,7 +53,7 @@ func NewSRQ(slots, slotSize int) (*SRQ, error) {
 	switch {
 	case slots < 1 || slots > MaxSRQSlots:
 		return nil, fmt.Errorf("rdmacm: NewSRQ: %d slots out of range 1..%d: %w", slots, MaxSRQSlots, ErrInvalidArgument)
-	case slotSize < 0 || slotSize > 1<<30 || slots*slotSize > 1<<40:
+	case slotSize < 0 || slotSize > 1<<30 || int64(slots)*int64(slotSize) > min(1<<40, math.MaxInt):
 		return nil, fmt.Errorf("rdmacm: NewSRQ: %d slots of %d bytes out of range: %w", slots, slotSize, ErrInvalidArgument)
 	}
 	return &SRQ{slots: slots, slotSize: slotSize}, nil
