@@ -761,6 +761,11 @@ func (c *Conn) SetDeadline(t time.Time) error {
 }
 
 // SetReadDeadline bounds Read: past t it returns os.ErrDeadlineExceeded.
+// A Read asleep on the completion channel when t passes (or moves into
+// the past) is woken by a zero-length RDMA WRITE's completion, a round
+// trip later; with the peer dead or unreachable, only when the WRITE
+// fails after the QP's retries (seconds), which also ends the
+// connection. The same holds for SetWriteDeadline and SetDeadline.
 func (c *Conn) SetReadDeadline(t time.Time) error { c.rdl.set(t); return nil }
 
 // SetWriteDeadline bounds Write likewise.
