@@ -34,6 +34,10 @@ type Conn struct {
 	waiting bool
 	waitDL  *deadline
 	kicked  bool // kickLocked posted a WRITE for the wait in progress
+	// With NetpollWait the wait is in the netpoller and takes wctx,
+	// which kickLocked cancels (and replaces) instead.
+	wctx    context.Context
+	wcancel context.CancelFunc
 	// rposted counts the receives posted and not yet seen completed: the
 	// QP's move to ERR wakes a wait by flushing them.
 	rposted  int
@@ -112,7 +116,11 @@ func newResources(pd *uverbs.PD, cfg config) (r *resources, err error) {
 	// A blocking channel: a wait is one read(2), as rsocket.c's
 	// ibv_get_cq_event, where the netpoller's costs an empty read, an
 	// epoll_pwait and thread handoffs.
-	if r.ch, err = x.CreateCompChannelBlocking(); err != nil {
+	mk := x.CreateCompChannelBlocking
+	if cfg.netpoll {
+		mk = x.CreateCompChannel
+	}
+	if r.ch, err = mk(); err != nil {
 		return nil, err
 	}
 	if r.cq, err = x.CreateCQ(int(cfg.sqSize)+int(cfg.rqSize), r.ch, 0); err != nil {
@@ -229,6 +237,9 @@ func newConn(ep *rdmacm.Endpoint, r *resources, peer connDataView) (*Conn, error
 	c.woke = make([]*uverbs.CQ, 0, 2)
 	c.pollTime = r.cfg.pollTime
 	c.rposted = int(r.cfg.rqSize) // posted at INIT (resources.setup)
+	if r.cfg.netpoll {
+		c.wctx, c.wcancel = context.WithCancel(context.Background())
+	}
 	c.rdl.onPass = func() { c.interrupt(&c.rdl) }
 	c.wdl.onPass = func() { c.interrupt(&c.wdl) }
 	c.done.Add(1)
@@ -399,14 +410,21 @@ func (c *Conn) await(wake chan struct{}, dl *deadline) error {
 		return os.ErrDeadlineExceeded
 	}
 	c.waiting, c.waitDL, c.kicked = true, dl, false
+	ctx := c.wctx
 	c.mu.Unlock()
 	var err error
-	c.woke, err = c.r.ch.WaitBlocking(c.woke)
+	if ctx != nil {
+		c.woke, err = c.r.ch.WaitInto(ctx, c.woke)
+	} else {
+		c.woke, err = c.r.ch.WaitBlocking(c.woke)
+	}
 	c.mu.Lock()
 	c.waiting, c.waitDL, c.kicked = false, nil, false
-	if err == nil {
+	switch {
+	case err == nil:
 		c.armed = false
-	} else {
+	case ctx != nil && ctx.Err() != nil: // kicked: the CQ stays armed
+	default:
 		// The device is gone (EIO): no event will come.
 		c.k.fail(err)
 	}
@@ -465,6 +483,7 @@ func (c *Conn) interrupt(d *deadline) {
 //
 // Not connected, it moves the QP to ERR, which flushes the posted
 // receives into completions (see flushLocked for why some are posted).
+// With NetpollWait it cancels the wait's context instead.
 //
 // Why not ppoll(2) with a timeout when a deadline is set: a timeout
 // serves only a deadline set before the wait, while net/http moves one
@@ -473,6 +492,11 @@ func (c *Conn) interrupt(d *deadline) {
 // mechanism a wait stays one syscall, deadline or not.
 func (c *Conn) kickLocked() {
 	if !c.waiting {
+		return
+	}
+	if c.wcancel != nil { // NetpollWait: the wait takes a context
+		c.wcancel()
+		c.wctx, c.wcancel = context.WithCancel(context.Background())
 		return
 	}
 	if c.k.connected {
@@ -712,9 +736,9 @@ func (c *Conn) Close() error {
 		c.rdl.close()
 		c.wdl.close()
 		// A Read or Write blocked reading the completion channel holds
-		// rmu or wmu: the kick's flush ends its read (nothing else can),
-		// and the check before a wait sees the connection is over, so
-		// the channel is never closed under a reader.
+		// rmu or wmu: the kick ends its wait (a blocking read, only its
+		// flush can), and the check before a wait sees the connection is
+		// over, so the channel is never closed under a reader.
 		c.mu.Lock()
 		c.k.fail(net.ErrClosed)
 		c.kickLocked()

@@ -449,12 +449,18 @@ func TestDeadlinesInGuest(t *testing.T) {
 // TestDeadlineAbortsWaitInGuest: a deadline moved into the past ends a
 // Read and a Write that blocked with none (as net/http aborts its
 // background read), wherever in its wait the call is, without ending the
-// other; the connection goes on after.
+// other; the connection goes on after. Both ways to wait: a blocking
+// read of the channel, woken by a completion, and the netpoller's.
 func TestDeadlineAbortsWaitInGuest(t *testing.T) {
 	guest.Require(t)
+	t.Run("blocking", func(t *testing.T) { deadlineAborts(t, 7503, false) })
+	t.Run("netpoll", func(t *testing.T) { deadlineAborts(t, 7504, true) })
+}
+
+func deadlineAborts(t *testing.T, port int, netpoll bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, s := localPair(t, ctx, 7503, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192})
+	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, NetpollWait: netpoll})
 	past := time.Unix(1, 0)
 	ended := func(what string, ch chan error) {
 		t.Helper()
@@ -575,12 +581,17 @@ func TestFullDuplexInGuest(t *testing.T) {
 }
 
 // TestCloseUnblocksInGuest: Close ends a blocked Read and a blocked Write
-// with net.ErrClosed, and the peer then reads io.EOF.
+// with net.ErrClosed, and the peer then reads io.EOF; both ways to wait.
 func TestCloseUnblocksInGuest(t *testing.T) {
 	guest.Require(t)
+	t.Run("blocking", func(t *testing.T) { closeUnblocks(t, 7486, false) })
+	t.Run("netpoll", func(t *testing.T) { closeUnblocks(t, 7505, true) })
+}
+
+func closeUnblocks(t *testing.T, port int, netpoll bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, s := localPair(t, ctx, 7486, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192})
+	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, NetpollWait: netpoll})
 	readErr := make(chan error, 1)
 	go func() {
 		_, err := c.Read(make([]byte, 10))
