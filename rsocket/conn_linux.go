@@ -25,16 +25,22 @@ type Conn struct {
 	ep *rdmacm.Endpoint
 	r  *resources
 
-	mu    sync.Mutex // k, posting, polling, armed, waiting, wctx
+	mu    sync.Mutex // k, posting, polling, armed, waiting, waitDL, kicked, rposted
 	k     *core
 	armed bool
-	// waiting: a Read or Write is blocked on the completion channel; the
-	// other waits for its wake. wctx is the context that wait gets: a
-	// passed deadline or the CM's news cancels it (interrupt).
-	waiting  bool
-	wctx     context.Context
-	wcancel  context.CancelFunc
-	base     context.Context
+	// waiting: a Read or Write is blocked reading the completion channel
+	// (the other waits for its wake); waitDL is its deadline. Only a
+	// completion on the armed CQ ends that read: kickLocked makes one.
+	waiting bool
+	waitDL  *deadline
+	kicked  bool // kickLocked posted a WRITE for the wait in progress
+	// With NetpollWait the wait is in the netpoller and takes wctx,
+	// which kickLocked cancels (and replaces) instead.
+	wctx    context.Context
+	wcancel context.CancelFunc
+	// rposted counts the receives posted and not yet seen completed: the
+	// QP's move to ERR wakes a wait by flushing them.
+	rposted  int
 	woke     []*uverbs.CQ
 	pollTime time.Duration
 	wcs      [32]uverbs.WC
@@ -55,7 +61,6 @@ type Conn struct {
 	// net.ErrClosed, not the end of stream Close's shutdown causes.
 	closing atomic.Bool
 	once    sync.Once
-	stop    context.CancelFunc
 	done    sync.WaitGroup
 	ka      *time.Timer
 	kaTime  time.Duration
@@ -108,7 +113,14 @@ func newResources(pd *uverbs.PD, cfg config) (r *resources, err error) {
 		}
 	}()
 	x := pd.Context()
-	if r.ch, err = x.CreateCompChannel(); err != nil {
+	// A blocking channel: a wait is one read(2), as rsocket.c's
+	// ibv_get_cq_event, where the netpoller's costs an empty read, an
+	// epoll_pwait and thread handoffs.
+	mk := x.CreateCompChannelBlocking
+	if cfg.netpoll {
+		mk = x.CreateCompChannel
+	}
+	if r.ch, err = mk(); err != nil {
 		return nil, err
 	}
 	if r.cq, err = x.CreateCQ(int(cfg.sqSize)+int(cfg.rqSize), r.ch, 0); err != nil {
@@ -222,12 +234,14 @@ func newConn(ep *rdmacm.Endpoint, r *resources, peer connDataView) (*Conn, error
 	c.iomapUsed = make([]bool, c.k.remoteIOMap.Length)
 	c.local = net.TCPAddrFromAddrPort(ep.LocalAddr())
 	c.remote = net.TCPAddrFromAddrPort(ep.RemoteAddr())
-	ctx, stop := context.WithCancel(context.Background())
-	c.stop, c.base = stop, ctx
-	c.wctx, c.wcancel = context.WithCancel(ctx)
 	c.woke = make([]*uverbs.CQ, 0, 2)
 	c.pollTime = r.cfg.pollTime
-	c.rdl.onPass, c.wdl.onPass = c.interrupt, c.interrupt
+	c.rposted = int(r.cfg.rqSize) // posted at INIT (resources.setup)
+	if r.cfg.netpoll {
+		c.wctx, c.wcancel = context.WithCancel(context.Background())
+	}
+	c.rdl.onPass = func() { c.interrupt(&c.rdl) }
+	c.wdl.onPass = func() { c.interrupt(&c.wdl) }
 	c.done.Add(1)
 	go c.watch()
 	if r.cfg.keepAlive > 0 {
@@ -246,11 +260,13 @@ func (c *Conn) pollLocked() (int, error) {
 		n, err := c.r.cq.Poll(c.wcs[:])
 		if err != nil {
 			c.k.fail(err)
+			c.kickLocked()
 			return total, err
 		}
 		for i := range c.wcs[:n] {
 			wc := &c.wcs[i]
 			if wc.ID&recvWRID != 0 {
+				c.rposted--
 				switch {
 				case wc.Status != rdma.WCSuccess:
 					// Flushed or failed receives end nothing by themselves
@@ -277,6 +293,9 @@ func (c *Conn) pollLocked() (int, error) {
 	if c.k.connected && c.k.reposts > 0 {
 		if err := c.r.q.PostRecv(c.r.rwrs[:c.k.reposts]); err != nil {
 			c.k.fail(err)
+			c.kickLocked()
+		} else {
+			c.rposted += c.k.reposts
 		}
 		c.k.reposts = 0
 	}
@@ -308,11 +327,13 @@ func (c *Conn) creditsLocked() {
 }
 
 func (c *Conn) postLocked() {
-	if err := c.r.q.PostSend(c.swr[:]); err != nil && c.k.connected {
+	err := c.r.q.PostSend(c.swr[:])
+	c.swr[0] = uverbs.SendWR{}
+	if err != nil && c.k.connected {
 		c.k.fail(err)
 		c.wake()
+		c.kickLocked()
 	}
-	c.swr[0] = uverbs.SendWR{}
 }
 
 // wake tells a blocked Read and a blocked Write to look again.
@@ -330,9 +351,26 @@ func (c *Conn) wake() {
 // await blocks a Read or Write that found nothing to do until the CQ may
 // hold news for it, as rsocket.c's rs_get_comp: poll for the polling
 // time, arm the CQ, poll again, then read the completion channel in the
-// caller's goroutine, with no goroutine handing the news over. Only one
-// goroutine waits on the channel; another waits for its wake. nil means
+// caller's goroutine with a blocking read(2), one syscall per wait. Only
+// one goroutine reads the channel; another waits for its wake. nil means
 // look again.
+//
+// The read ends only when a completion arrives on the armed CQ, so
+// every other reason to wake becomes one (kickLocked). No wake-up is
+// lost, in any order of arm, poll, completion and news:
+//   - While c.armed, the CQ is armed or its event is queued: an arm is
+//     spent by exactly one event, and only the wait that reads it
+//     clears armed. So a completion after the arm ends the read, even
+//     one that came before the read began.
+//   - A completion before the arm is found by the poll that follows the
+//     arm (under the same c.mu as the arm), so it makes no wait.
+//   - Every other news (a deadline, Close, the CM's, a failed post) is
+//     published under c.mu, then kickLocked runs: if waiting is set the
+//     waiter already checked, and the kick makes a completion; if not,
+//     the waiter's check under c.mu, before it sets waiting, sees the
+//     news. A deadline closes its channel before onPass takes c.mu, so a
+//     check that missed it is followed by an interrupt that finds
+//     waiting.
 func (c *Conn) await(wake chan struct{}, dl *deadline) error {
 	c.mu.Lock()
 	if !c.waiting {
@@ -360,28 +398,34 @@ func (c *Conn) await(wake chan struct{}, dl *deadline) error {
 			return nil
 		}
 		c.armed = true
-		// A completion may have come before the arm.
-		if n, _ := c.pollLocked(); n > 0 || c.k.err != nil {
-			c.mu.Unlock()
-			return nil
-		}
 	}
-	c.waiting = true
+	// A completion may have come before the arm. The poll also leaves
+	// every receive posted while connected, for the kick's flush.
+	if n, _ := c.pollLocked(); n > 0 || !c.k.connected || c.closing.Load() {
+		c.mu.Unlock()
+		return nil
+	}
+	if isClosed(dl.wait()) {
+		c.mu.Unlock()
+		return os.ErrDeadlineExceeded
+	}
+	c.waiting, c.waitDL, c.kicked = true, dl, false
 	ctx := c.wctx
 	c.mu.Unlock()
 	var err error
-	if isClosed(dl.wait()) {
-		err = os.ErrDeadlineExceeded
-	} else {
+	if ctx != nil {
 		c.woke, err = c.r.ch.WaitInto(ctx, c.woke)
+	} else {
+		c.woke, err = c.r.ch.WaitBlocking(c.woke)
 	}
 	c.mu.Lock()
-	c.waiting = false
+	c.waiting, c.waitDL, c.kicked = false, nil, false
 	switch {
 	case err == nil:
 		c.armed = false
-	case err == os.ErrDeadlineExceeded, ctx.Err() != nil, c.closing.Load():
+	case ctx != nil && ctx.Err() != nil: // kicked: the CQ stays armed
 	default:
+		// The device is gone (EIO): no event will come.
 		c.k.fail(err)
 	}
 	c.mu.Unlock()
@@ -413,15 +457,76 @@ func (c *Conn) spinLocked() int {
 	}
 }
 
-// interrupt ends a wait on the completion channel in progress: the
-// waiter looks again (a deadline passed, or the CM ended the connection).
-func (c *Conn) interrupt() {
+// interrupt ends a wait on the completion channel whose deadline d
+// passed or moved into the past.
+func (c *Conn) interrupt(d *deadline) {
 	c.mu.Lock()
-	if c.waiting {
-		c.wcancel()
-		c.wctx, c.wcancel = context.WithCancel(c.base)
+	if c.waiting && c.waitDL == d {
+		c.kickLocked()
 	}
 	c.mu.Unlock()
+}
+
+// kickLocked makes a completion arrive on the armed CQ, which ends the
+// wait on the completion channel in progress, if any; c.mu is held.
+//
+// While connected it posts a signalled zero-length RDMA WRITE (as the
+// keepalive, which the peer never sees) on a control slot. With none
+// free, a control message's completion is still to come (every send is
+// signalled and a slot is freed only by polling its completion), which
+// ends the wait as well. The WRITE completes after a round trip; to a
+// dead or unreachable peer only with an error once the QP's transport
+// retries run out (7 retries of the CM's ACK timeout: seconds), which
+// also ends the connection, as the keepalive's would. So a deadline
+// that passes during a wait is late by a round trip, or by the retries
+// when the peer is gone.
+//
+// Not connected, it moves the QP to ERR, which flushes the posted
+// receives into completions (see flushLocked for why some are posted).
+// With NetpollWait it cancels the wait's context instead.
+//
+// Why not ppoll(2) with a timeout when a deadline is set: a timeout
+// serves only a deadline set before the wait, while net/http moves one
+// into the past during a wait that began with none (to abort a
+// background read), which needs a completion anyway. With one
+// mechanism a wait stays one syscall, deadline or not.
+func (c *Conn) kickLocked() {
+	if !c.waiting {
+		return
+	}
+	if c.wcancel != nil { // NetpollWait: the wait takes a context
+		c.wcancel()
+		c.wctx, c.wcancel = context.WithCancel(context.Background())
+		return
+	}
+	if c.k.connected {
+		if c.kicked || !c.k.ctrlAvail() {
+			return
+		}
+		c.kicked = true
+		imm := c.k.ctrl(ctrlKeepalive)
+		c.swr[0] = uverbs.SendWR{ID: uint64(imm), Opcode: uverbs.OpRDMAWrite}
+		c.postLocked() // if it fails, it ends the connection and kicks again
+		return
+	}
+	c.flushLocked()
+}
+
+// flushLocked moves the QP to ERR so that its posted work requests
+// complete (flushed); c.mu is held. A wait then always has a receive to
+// flush or an event queued: it starts only while connected, right after
+// a poll that reposted every receive it found completed (rposted is
+// rqSize then), and a receive leaves the count during the wait only by
+// a completion, which came after the arm and so queued an event. (A
+// receive posted to a QP already in ERR is no substitute: rxe does not
+// flush it.)
+func (c *Conn) flushLocked() {
+	if c.r.q.State() == qp.Err {
+		return // flushed already: the wait has its completions
+	}
+	if err := c.r.q.Modify(&qp.Attr{State: qp.Err}, qp.MaskState); err != nil {
+		c.k.fail(err) // the device is gone: the wait ends with EIO
+	}
 }
 
 // watch ends the connection when the CM says so: the peer's DREQ is an
@@ -440,9 +545,9 @@ func (c *Conn) watch() {
 	} else if c.k.connected {
 		c.k.fail(errfmt.Wrap("rsocket", "", err))
 	}
+	c.kickLocked()
 	c.mu.Unlock()
 	c.wake()
-	c.interrupt()
 }
 
 // keepalive is rsocket.c's tcp_svc_send_keepalive: a zero-length RDMA
@@ -628,9 +733,16 @@ func (c *Conn) Close() error {
 		c.shutdown(ctx, false)
 		cancel()
 		close(c.closed)
-		c.stop()
 		c.rdl.close()
 		c.wdl.close()
+		// A Read or Write blocked reading the completion channel holds
+		// rmu or wmu: the kick ends its wait (a blocking read, only its
+		// flush can), and the check before a wait sees the connection is
+		// over, so the channel is never closed under a reader.
+		c.mu.Lock()
+		c.k.fail(net.ErrClosed)
+		c.kickLocked()
+		c.mu.Unlock()
 		c.done.Wait()
 		// Every user of the resources holds rmu, wmu or mu. They go
 		// before the endpoint: its Close may release the last reference
@@ -673,6 +785,11 @@ func (c *Conn) SetDeadline(t time.Time) error {
 }
 
 // SetReadDeadline bounds Read: past t it returns os.ErrDeadlineExceeded.
+// A Read asleep on the completion channel when t passes (or moves into
+// the past) is woken by a zero-length RDMA WRITE's completion, a round
+// trip later; with the peer dead or unreachable, only when the WRITE
+// fails after the QP's retries (seconds), which also ends the
+// connection. The same holds for SetWriteDeadline and SetDeadline.
 func (c *Conn) SetReadDeadline(t time.Time) error { c.rdl.set(t); return nil }
 
 // SetWriteDeadline bounds Write likewise.

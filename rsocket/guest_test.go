@@ -446,6 +446,86 @@ func TestDeadlinesInGuest(t *testing.T) {
 	}
 }
 
+// TestDeadlineAbortsWaitInGuest: a deadline moved into the past ends a
+// Read and a Write that blocked with none (as net/http aborts its
+// background read), wherever in its wait the call is, without ending the
+// other; the connection goes on after. Both ways to wait: a blocking
+// read of the channel, woken by a completion, and the netpoller's.
+func TestDeadlineAbortsWaitInGuest(t *testing.T) {
+	guest.Require(t)
+	t.Run("blocking", func(t *testing.T) { deadlineAborts(t, 7503, false) })
+	t.Run("netpoll", func(t *testing.T) { deadlineAborts(t, 7504, true) })
+}
+
+func deadlineAborts(t *testing.T, port int, netpoll bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, NetpollWait: netpoll})
+	past := time.Unix(1, 0)
+	ended := func(what string, ch chan error) {
+		t.Helper()
+		select {
+		case err := <-ch:
+			if !isTimeout(err) {
+				t.Fatalf("%s: %v, want a timeout", what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: still blocked 5s after its deadline moved into the past", what)
+		}
+	}
+	b := make([]byte, 1)
+	var slowest time.Duration
+	for i := range 20 {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Read(b)
+			done <- err
+		}()
+		// From before the wait starts to well into it.
+		time.Sleep(time.Duration(i) * time.Millisecond)
+		start := time.Now()
+		c.SetReadDeadline(past)
+		ended(fmt.Sprintf("read %d", i), done)
+		slowest = max(slowest, time.Since(start))
+		c.SetReadDeadline(time.Time{})
+	}
+	t.Logf("slowest read abort: %v", slowest)
+	// A Write blocked on credits and a Read blocked on data: each
+	// deadline ends its own call only.
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := c.Read(b)
+		readDone <- err
+	}()
+	written := make(chan int, 1)
+	writeDone := make(chan error, 1)
+	go func() {
+		n, err := c.Write(make([]byte, 1<<20))
+		written <- n
+		writeDone <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	c.SetWriteDeadline(past)
+	ended("blocked write", writeDone)
+	select {
+	case err := <-readDone:
+		t.Fatalf("the write deadline ended the read: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	c.SetReadDeadline(past)
+	ended("read beside the write", readDone)
+	c.SetDeadline(time.Time{})
+	n := <-written
+	go func() {
+		io.CopyN(io.Discard, s, int64(n))
+		s.Write([]byte("ok"))
+	}()
+	two := make([]byte, 2)
+	if _, err := io.ReadFull(c, two); err != nil || string(two) != "ok" {
+		t.Fatalf("after the aborts: %q, %v", two, err)
+	}
+}
+
 // TestFullDuplexInGuest: both ends write 8 MiB at once while reading the
 // other's (credits and data cross both ways; small buffers so they run
 // out often), and several goroutines share each Conn's Writes.
@@ -501,12 +581,17 @@ func TestFullDuplexInGuest(t *testing.T) {
 }
 
 // TestCloseUnblocksInGuest: Close ends a blocked Read and a blocked Write
-// with net.ErrClosed, and the peer then reads io.EOF.
+// with net.ErrClosed, and the peer then reads io.EOF; both ways to wait.
 func TestCloseUnblocksInGuest(t *testing.T) {
 	guest.Require(t)
+	t.Run("blocking", func(t *testing.T) { closeUnblocks(t, 7486, false) })
+	t.Run("netpoll", func(t *testing.T) { closeUnblocks(t, 7505, true) })
+}
+
+func closeUnblocks(t *testing.T, port int, netpoll bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, s := localPair(t, ctx, 7486, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192})
+	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, NetpollWait: netpoll})
 	readErr := make(chan error, 1)
 	go func() {
 		_, err := c.Read(make([]byte, 10))

@@ -13,16 +13,20 @@ import (
 )
 
 // CompChannel is a completion event channel: an fd in the netpoller on
-// which armed CQs report their next completion.
+// which armed CQs report their next completion, or, made by
+// CreateCompChannelBlocking, one read with a blocking read(2).
 type CompChannel struct {
-	ctx  *Context
-	ev   *eventFile
-	once sync.Once
-	err  error
+	ctx      *Context
+	ev       *eventFile
+	once     sync.Once
+	err      error
+	blocking bool // WaitBlocking only: the fd never joins the netpoller
 }
 
 // CreateCompChannel creates a completion channel (CREATE_COMP_CHANNEL).
-func (x *Context) CreateCompChannel() (*CompChannel, error) {
+func (x *Context) CreateCompChannel() (*CompChannel, error) { return x.createCompChannel(false) }
+
+func (x *Context) createCompChannel(blocking bool) (*CompChannel, error) {
 	if err := x.lockOpen("create completion channel"); err != nil {
 		return nil, err
 	}
@@ -36,7 +40,8 @@ func (x *Context) CreateCompChannel() (*CompChannel, error) {
 	if err != nil {
 		return nil, opErr("completion channel fd", x.dev.Name, err)
 	}
-	ch := &CompChannel{ctx: x, ev: ev}
+	ev.blocking = blocking
+	ch := &CompChannel{ctx: x, ev: ev, blocking: blocking}
 	x.channels[ch] = struct{}{}
 	return ch, nil
 }
@@ -55,35 +60,43 @@ func (ch *CompChannel) Wait(ctx context.Context) ([]*CQ, error) {
 // allocates nothing once warm, when ctx is the same on every call (a
 // driver goroutine's) or cannot be cancelled.
 func (ch *CompChannel) WaitInto(ctx context.Context, dst []*CQ) ([]*CQ, error) {
-	x := ch.ctx
+	if ch.blocking {
+		return dst[:0], ch.blockingErr("wait on completion channel")
+	}
 	out := dst[:0]
-	err := ch.ev.readOne(ctx, 8, func(b []byte) {
-		h := abi.Decode[abi.UverbsCompEventDesc](b).CQHandle
-		x.mu.Lock()
-		cq := x.cqs[h]
-		x.mu.Unlock()
-		if cq == nil {
-			return
-		}
-		if e, ok := cq.ops.(cqEventer); ok {
-			cq.mu.Lock()
-			e.event() // once per event read, as ibv_get_cq_event
-			cq.mu.Unlock()
-		}
-		for _, seen := range out {
-			if seen == cq {
-				return
-			}
-		}
-		out = append(out, cq)
-	})
+	err := ch.ev.readOne(ctx, 8, func(b []byte) { out = ch.event(b, out) })
 	if len(out) == 0 {
 		return dst[:0], err
 	}
 	return out, nil
 }
 
-// Close closes the channel fd, interrupting Wait.
+// event handles one event read from the channel: it appends the CQ it
+// names to out, unless out has it or the CQ is gone.
+func (ch *CompChannel) event(b []byte, out []*CQ) []*CQ {
+	x := ch.ctx
+	h := abi.Decode[abi.UverbsCompEventDesc](b).CQHandle
+	x.mu.Lock()
+	cq := x.cqs[h]
+	x.mu.Unlock()
+	if cq == nil {
+		return out
+	}
+	if e, ok := cq.ops.(cqEventer); ok {
+		cq.mu.Lock()
+		e.event() // once per event read, as ibv_get_cq_event
+		cq.mu.Unlock()
+	}
+	for _, seen := range out {
+		if seen == cq {
+			return out
+		}
+	}
+	return append(out, cq)
+}
+
+// Close closes the channel fd, interrupting Wait (never WaitBlocking:
+// see CreateCompChannelBlocking).
 func (ch *CompChannel) Close() error {
 	ch.once.Do(func() {
 		ch.err = ch.ev.close()

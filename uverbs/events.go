@@ -30,6 +30,9 @@ import (
 // ibv_create_comp_channel makes no syscall beyond the command.
 type eventFile struct {
 	name string
+	// blocking: read only with readBlocking, so the fd stays blocking
+	// and never joins the netpoller.
+	blocking bool
 
 	reg sync.Mutex // guards raw, f and rc
 	raw int        // the fd until it joins the netpoller, -1 after
@@ -97,6 +100,9 @@ func (e *eventFile) poller() (syscall.RawConn, error) {
 	}
 	if e.raw < 0 {
 		return nil, os.ErrClosed
+	}
+	if e.blocking {
+		return nil, unix.EINVAL
 	}
 	if err := unix.SetNonblock(e.raw, true); err != nil {
 		return nil, err
