@@ -37,16 +37,16 @@ type Options struct {
 	// polling costs no syscall; the price is up to PollTime of CPU per
 	// wait.
 	PollTime time.Duration
-	// NetpollWait makes a blocked Read or Write sleep in the Go netpoller
-	// instead of in a blocking read(2) of the completion channel. The
-	// blocking read (the default, as rsocket.c's) is one syscall per
-	// wait, but it holds an OS thread while it sleeps: a program with
-	// thousands of idle connections, each with a blocked Read (an HTTP
-	// server's kept-alive ones), holds as many threads, and Go stops the
-	// program at 10,000 (debug.SetMaxThreads). The netpoller's wait
-	// holds no thread; it costs a read that finds nothing, an epoll_pwait
-	// and handoffs between threads per wait.
-	NetpollWait bool
+	// ThreadWait makes a blocked Read or Write sleep in one blocking
+	// read(2) of the completion channel, as rsocket.c's blocking calls
+	// do: one syscall per wait, against the netpoller's read that finds
+	// nothing, epoll_pwait and handoffs between threads. It holds an OS
+	// thread while it sleeps, so it suits a program with few busy
+	// connections; with thousands of idle ones, each with a blocked Read
+	// (an HTTP server's kept-alive ones), it holds as many threads, and Go
+	// stops the program at 10,000 (debug.SetMaxThreads). The default
+	// sleeps in the netpoller, which holds no thread.
+	ThreadWait bool
 }
 
 // Dial connects to address ("host:port") with rsockets; ctx bounds the

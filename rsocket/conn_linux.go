@@ -34,7 +34,7 @@ type Conn struct {
 	waiting bool
 	waitDL  *deadline
 	kicked  bool // kickLocked posted a WRITE for the wait in progress
-	// With NetpollWait the wait is in the netpoller and takes wctx,
+	// Without ThreadWait the wait is in the netpoller and takes wctx,
 	// which kickLocked cancels (and replaces) instead.
 	wctx    context.Context
 	wcancel context.CancelFunc
@@ -483,7 +483,7 @@ func (c *Conn) interrupt(d *deadline) {
 //
 // Not connected, it moves the QP to ERR, which flushes the posted
 // receives into completions (see flushLocked for why some are posted).
-// With NetpollWait it cancels the wait's context instead.
+// Without ThreadWait it cancels the wait's context instead.
 //
 // Why not ppoll(2) with a timeout when a deadline is set: a timeout
 // serves only a deadline set before the wait, while net/http moves one
@@ -494,7 +494,7 @@ func (c *Conn) kickLocked() {
 	if !c.waiting {
 		return
 	}
-	if c.wcancel != nil { // NetpollWait: the wait takes a context
+	if c.wcancel != nil { // the netpoller's wait takes a context
 		c.wcancel()
 		c.wctx, c.wcancel = context.WithCancel(context.Background())
 		return

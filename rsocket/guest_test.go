@@ -460,7 +460,7 @@ func TestDeadlineAbortsWaitInGuest(t *testing.T) {
 func deadlineAborts(t *testing.T, port int, netpoll bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, NetpollWait: netpoll})
+	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, ThreadWait: !netpoll})
 	past := time.Unix(1, 0)
 	ended := func(what string, ch chan error) {
 		t.Helper()
@@ -591,7 +591,7 @@ func TestCloseUnblocksInGuest(t *testing.T) {
 func closeUnblocks(t *testing.T, port int, netpoll bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, NetpollWait: netpoll})
+	c, s := localPair(t, ctx, port, &rsocket.Options{RecvBuffer: 8192, SendBuffer: 8192, ThreadWait: !netpoll})
 	readErr := make(chan error, 1)
 	go func() {
 		_, err := c.Read(make([]byte, 10))

@@ -19,7 +19,7 @@ type config struct {
 	keepAlive      int64 // nanoseconds; 0: off
 	iomapEntries   int
 	pollTime       time.Duration
-	netpoll        bool // NetpollWait
+	netpoll        bool // not ThreadWait
 }
 
 func (o *Options) config() (config, error) {
@@ -28,7 +28,7 @@ func (o *Options) config() (config, error) {
 	}
 	c := config{backend: o.Backend, sbufSize: defaultBufSize, rbufSize: defaultBufSize,
 		inline: defaultInline, sqSize: defaultQPSize, rqSize: defaultQPSize, keepAlive: int64(o.KeepAlive),
-		netpoll: o.NetpollWait}
+		netpoll: !o.ThreadWait}
 	const maxBuf = 1 << 28
 	switch {
 	case o.SendBuffer < 0 || o.SendBuffer > maxBuf, o.RecvBuffer < 0 || o.RecvBuffer > maxBuf:

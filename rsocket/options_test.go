@@ -25,8 +25,11 @@ func TestOptionsConfig(t *testing.T) {
 			t.Errorf("IOMapSize %d: %d entries, %v; want %d", in, c.iomapEntries, err, want)
 		}
 	}
-	if c, err := (&Options{NetpollWait: true}).config(); err != nil || !c.netpoll {
-		t.Errorf("NetpollWait: %+v %v", c, err)
+	if c, err := (&Options{}).config(); err != nil || !c.netpoll {
+		t.Errorf("default: not the netpoller's wait: %+v %v", c, err)
+	}
+	if c, err := (&Options{ThreadWait: true}).config(); err != nil || c.netpoll {
+		t.Errorf("ThreadWait: %+v %v", c, err)
 	}
 	for _, o := range []Options{{SendBuffer: -1}, {RQSize: -1}, {KeepAlive: -1}, {InlineSize: 1 << 20}, {IOMapSize: -1}} {
 		if _, err := o.config(); !errors.Is(err, rdmacm.ErrInvalidArgument) {

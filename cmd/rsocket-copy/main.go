@@ -131,7 +131,7 @@ func main() {
 
 // serve is rcopy's server_run: one client at a time, until a signal.
 func serve(ctx context.Context, c *config, out io.Writer) error {
-	l, err := rsocket.Listen(net.JoinHostPort("", c.port), &rsocket.Options{Backend: c.backend})
+	l, err := rsocket.Listen(net.JoinHostPort("", c.port), &rsocket.Options{Backend: c.backend, ThreadWait: true})
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func client(ctx context.Context, c *config, out io.Writer) error {
 	defer src.Close()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := rsocket.Dial(dctx, net.JoinHostPort(c.host, c.port), &rsocket.Options{Backend: c.backend})
+	conn, err := rsocket.Dial(dctx, net.JoinHostPort(c.host, c.port), &rsocket.Options{Backend: c.backend, ThreadWait: true})
 	if err != nil {
 		return err
 	}

@@ -163,7 +163,8 @@ type endpoint struct {
 }
 
 func (c *config) rsocketOptions(opt optimization) *rsocket.Options {
-	o := &rsocket.Options{Backend: c.backend, SendBuffer: defaultBuffer, RecvBuffer: defaultBuffer}
+	// One connection at a time: its waits may hold a thread, as rstream's.
+	o := &rsocket.Options{Backend: c.backend, SendBuffer: defaultBuffer, RecvBuffer: defaultBuffer, ThreadWait: true}
 	if c.bufferSize > 0 {
 		o.SendBuffer, o.RecvBuffer = c.bufferSize, c.bufferSize
 	}
