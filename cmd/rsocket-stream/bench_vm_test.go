@@ -25,7 +25,7 @@ import (
 // and the median of the per-round Go/C ratios with a 95% bootstrap
 // interval, for rsockets and plain TCP (-T s), blocking calls (-T b).
 //
-//	BENCH_ROUNDS=6 VMTEST=1 go test -run '^$' -bench 'RsocketStreamVM' -benchtime 1x -timeout 60m ./cmd/rsocket-stream/
+//	BENCH_ROUNDS=6 [BENCH_TRANSPORTS=rdma] VMTEST=1 go test -run '^$' -bench 'RsocketStreamVM' -benchtime 1x -timeout 60m ./cmd/rsocket-stream/
 func BenchmarkRsocketStreamVM(b *testing.B) {
 	p := guests.Pair(b)
 	rounds := 4
@@ -40,6 +40,11 @@ func BenchmarkRsocketStreamVM(b *testing.B) {
 		}
 	}
 	const local = "/tmp/bench-bin/rsocket-stream"
+	// BENCH_TRANSPORTS narrows the runs, e.g. to "rdma".
+	transports := []string{"rdma", "tcp"}
+	if s := os.Getenv("BENCH_TRANSPORTS"); s != "" {
+		transports = strings.Fields(s)
+	}
 	cases := []struct{ name, flags string }{
 		{"lat-64", "-S 64 -C 1 -I 500"},
 		{"lat-4k", "-S 4096 -C 1 -I 300"},
@@ -48,7 +53,7 @@ func BenchmarkRsocketStreamVM(b *testing.B) {
 	}
 	port := 7900
 	for i := 0; i < b.N; i++ {
-		for _, transport := range []string{"rdma", "tcp"} {
+		for _, transport := range transports {
 			for _, tc := range cases {
 				flags := tc.flags + " -T b"
 				if transport == "tcp" {
