@@ -3,8 +3,8 @@ package engine
 import "github.com/go-rdma/rdmacm/mad"
 
 // DefaultMaxHalfOpen is Config.MaxHalfOpen's default: Linux's somaxconn
-// default, enough for a job's all-to-one connect burst, while a flood
-// costs a listener at most about 4 MiB (docs/reliability.md).
+// default, room for a job's all-to-one connect burst, while a flood holds
+// about 2.6 MiB per listener (docs/reliability.md).
 const DefaultMaxHalfOpen = 4096
 
 // halfOpenState reports whether a passive ID in state s counts in its

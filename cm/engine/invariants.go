@@ -14,7 +14,10 @@ func hasMsg(s State) bool {
 // CheckInvariants verifies the engine's internal consistency: every
 // outstanding MAD has a timer and belongs to a state that resends one,
 // TimeWait and nothing else has a bare timer, the lookup tables point at
-// live IDs, backlog counts match. Tests and fuzzers call it after every
+// live IDs, backlog and half-open counts match, each listener's half-open
+// IDs stay within Config.MaxHalfOpen and are all in the remote ID table
+// (so no duplicate REQ becomes a second ID), and each listener's queue of
+// IDs awaiting an RTU links exactly those. Tests and fuzzers call it after every
 // input; it returns the first violation.
 func (e *Engine) CheckInvariants() error {
 	pending := map[uint32]int{}

@@ -32,6 +32,7 @@ type floodResult struct {
 	retained    int64
 	connectTime []time.Duration // virtual time from Connect to the REP
 	established int             // legitimate connections ESTABLISHED at the server
+	staleREJs   int
 	stats       engine.Stats
 	wall        time.Duration
 }
@@ -100,8 +101,18 @@ func runFlood(t testing.TB, cfg floodConfig) floodResult {
 			res.established++
 		}
 	}
+	// The stale REQs' REJ 10 go back to the hostile node (the eviction
+	// REJs go to forged GIDs, which OnMessage does not see).
+	f.OnMessage = func(m Message) {
+		if m.From == 1 && m.Kind == mad.AttrREJ {
+			if r, err := mad.ParseREJ(m.MAD); err == nil && r.Reason() == mad.RejectStaleConn {
+				res.staleREJs++
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(7, 11))
-	var recent [64][mad.MADSize]byte
+	var recent [64][mad.MADSize]byte // the latest new REQs
+	var fresh uint
 	var legit []engine.ID
 	every := cfg.reqs / cfg.legit
 
@@ -112,15 +123,16 @@ func runFlood(t testing.TB, cfg floodConfig) floodResult {
 	for i := 0; i < cfg.reqs; {
 		for k := 0; k < cfg.batch && i < cfg.reqs; k, i = k+1, i+1 {
 			var m [mad.MADSize]byte
-			switch i % 8 {
-			case 3:
-				m = recent[rng.UintN(64)]
-			case 7:
-				m = recent[rng.UintN(64)]
+			switch {
+			case i%8 == 3 && fresh > 0:
+				m = recent[rng.UintN(min(fresh, 64))]
+			case i%8 == 7 && fresh > 0:
+				m = recent[rng.UintN(min(fresh, 64))]
 				binary.BigEndian.PutUint32(m[24:28], rng.Uint32()|1) // LocalCommID
 			default:
 				m = floodREQ(rng, server.IP)
-				recent[i%64] = m
+				recent[fresh%64] = m
+				fresh++
 			}
 			f.Inject(2, 1, m[:])
 			if i%every == every/2 {
@@ -228,14 +240,22 @@ func TestREQFlood(t *testing.T) {
 		t.Fatalf("flood left %d heap bytes, bound %d", res.retained, limit)
 	}
 	s := res.stats
+	if s.Malformed != 0 || s.Received != uint64(cfg.reqs)+2*uint64(cfg.legit) {
+		t.Fatalf("server stats %+v: want every REQ and the legitimate REQs and RTUs received, none malformed", s)
+	}
+	// 1 in 8 REQs is a duplicate and 1 in 8 stale, of one of the latest
+	// 64 new requests, nearly always still held: dropped, or REJ 10.
+	if s.Dropped < uint64(cfg.reqs)/10 || res.staleREJs < cfg.reqs/10 {
+		t.Fatalf("%d duplicates dropped, %d stale REQs rejected: want each near 1 in 8", s.Dropped, res.staleREJs)
+	}
 	// 3 in 4 REQs are new requests; nearly all end evicted.
 	if s.Evicted < uint64(cfg.reqs)/2 {
 		t.Fatalf("stats %+v: too few evictions for %d REQs", s, cfg.reqs)
 	}
 	t.Logf("%d REQs in %v wall: server held at most %d IDs (%d half-open, bound %d), %d KiB of heap at the end; "+
-		"%d evicted, %d dropped as duplicates or stale; legitimate connects: %v",
+		"legitimate connects (virtual time to the REP): %v; %d stale REQs rejected; server stats %+v",
 		cfg.reqs, res.wall.Round(time.Millisecond), res.maxIDs, res.maxHalfOpen, cfg.maxHalfOpen, res.retained>>10,
-		s.Evicted, s.Dropped, res.connectTime)
+		res.connectTime, res.staleREJs, s)
 }
 
 // BenchmarkREQFlood runs TestREQFlood's flood of 100,000 REQs once per
