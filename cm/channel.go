@@ -49,7 +49,8 @@ type Options struct {
 	// waiting for its RTU (which ends with EventUnreachable), or is
 	// dropped if every held request awaits Accept or Reject.
 	// engine.Config.MaxHalfOpen and docs/reliability.md say more. The
-	// kernel's CM has no such bound; the kernel backend ignores it.
+	// kernel backend ignores it: the kernel bounds only the requests not
+	// yet read (Listen's backlog).
 	MaxHalfOpen int
 }
 

@@ -58,9 +58,10 @@
 //
 // # Half-open connections
 //
-// Unlike the kernel's CM, the engine bounds what a peer that never
-// finishes a handshake can make it hold, as TCP's SYN backlog does. Each
-// listener holds at most Config.MaxHalfOpen (default DefaultMaxHalfOpen)
+// The kernel bounds only the requests an application has not read
+// (rdma_ucm's backlog, whose counterpart here is ListenParams.Backlog).
+// The engine also bounds what a peer that never finishes a handshake can
+// make it hold, as TCP's SYN backlog does. Each listener holds at most Config.MaxHalfOpen (default DefaultMaxHalfOpen)
 // half-open IDs: passive IDs from the REQ or SIDR_REQ until ESTABLISHED or
 // the end of the attempt. Past the bound a new request evicts the
 // listener's oldest ID whose REP still waits for its RTU: that ID ends

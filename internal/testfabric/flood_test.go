@@ -260,7 +260,7 @@ func TestREQFlood(t *testing.T) {
 
 // BenchmarkREQFlood runs TestREQFlood's flood of 100,000 REQs once per
 // iteration (-benchtime=1x is enough) against the default half-open bound
-// and against none (MaxHalfOpen -1, as the kernel's CM), and reports the
+// and against none (MaxHalfOpen -1), and reports the
 // most IDs the server held, the heap the flood left and the REQs handled
 // per second of wall time.
 func BenchmarkREQFlood(b *testing.B) {
