@@ -61,9 +61,10 @@
 // The kernel bounds only the requests an application has not read
 // (rdma_ucm's backlog, whose counterpart here is ListenParams.Backlog).
 // The engine also bounds what a peer that never finishes a handshake can
-// make it hold, as TCP's SYN backlog does. Each listener holds at most Config.MaxHalfOpen (default DefaultMaxHalfOpen)
-// half-open IDs: passive IDs from the REQ or SIDR_REQ until ESTABLISHED or
-// the end of the attempt. Past the bound a new request evicts the
+// make it hold, as TCP's SYN backlog does. Each listener holds at most
+// Config.MaxHalfOpen (default DefaultMaxHalfOpen) half-open IDs: passive
+// IDs from the REQ or SIDR_REQ until ESTABLISHED or the end of the
+// attempt. Past the bound a new request evicts the
 // listener's oldest ID whose REP still waits for its RTU: that ID ends
 // as if the REP's retries had run out (REP_ERROR, IDLE, no TimeWait) and
 // its peer gets REJ 3 (no resources), so that a live peer does not count
