@@ -23,6 +23,9 @@ type floodConfig struct {
 	maxHalfOpen        int
 	// keep leaves the flood's requests in place: no teardown, no drain.
 	keep bool
+	// slowAccept, when not 0, makes the server a slow consumer: it
+	// accepts the requests it was given only every slowAccept batches.
+	slowAccept int
 }
 
 // floodResult is what a flood left and cost.
@@ -81,7 +84,7 @@ func runFlood(t testing.TB, cfg floodConfig) floodResult {
 	f.Crash(2) // the hostile node: sends, receives nothing
 	client, server := f.Nodes[0], f.Nodes[1]
 	client.Policy = Policy{AutoEstablish: true, AutoDestroy: true}
-	server.Policy = Policy{AutoAccept: true, AutoDisconnect: true, AutoDestroy: true}
+	server.Policy = Policy{AutoAccept: cfg.slowAccept == 0, AutoDisconnect: true, AutoDestroy: true}
 	l, err := server.Engine.Listen(f.Now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port})
 	if err != nil {
 		t.Fatal(err)
@@ -96,10 +99,25 @@ func runFlood(t testing.TB, cfg floodConfig) floodResult {
 			f.errorf(n, "legitimate connection %v: %v (reason %d)", ev.ID, ev.Type, ev.Reason)
 		}
 	}
+	var waiting []engine.ID // requests the slow consumer has yet to answer
 	server.OnEvent = func(n *Node, ev *engine.Event) {
-		if ev.Type == engine.EventEstablished { // only a legitimate client sends an RTU
+		switch ev.Type {
+		case engine.EventEstablished: // only a legitimate client sends an RTU
 			res.established++
+		case engine.EventConnectRequest:
+			if cfg.slowAccept != 0 {
+				waiting = append(waiting, ev.ID)
+			}
 		}
+	}
+	acceptWaiting := func() {
+		for _, id := range waiting {
+			if err := server.Engine.Accept(f.Now, id, server.AcceptParams(1, 1)); err != nil {
+				t.Fatalf("accept %v: %v", id, err)
+			}
+		}
+		waiting = waiting[:0]
+		f.Flush()
 	}
 	// The stale REQs' REJ 10 go back to the hostile node (the eviction
 	// REJs go to forged GIDs, which OnMessage does not see).
@@ -144,6 +162,9 @@ func runFlood(t testing.TB, cfg floodConfig) floodResult {
 				legit = append(legit, id)
 			}
 		}
+		if cfg.slowAccept != 0 && (i/cfg.batch)%cfg.slowAccept == 0 {
+			acceptWaiting()
+		}
 		f.Advance(cfg.gap)
 		if n := server.Engine.Len(); n > res.maxIDs {
 			res.maxIDs = n
@@ -158,6 +179,14 @@ func runFlood(t testing.TB, cfg floodConfig) floodResult {
 		}
 	}
 	f.Advance(time.Millisecond) // the last handshakes finish
+	if cfg.slowAccept != 0 {
+		// Requests dropped while the consumer lagged come back with
+		// the client's REQ retransmission.
+		done := func() bool { acceptWaiting(); return res.established == cfg.legit }
+		if !f.RunUntil(done, maxSteps) {
+			t.Fatalf("%d of %d legitimate connections established", res.established, cfg.legit)
+		}
+	}
 	res.wall = time.Since(start)
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
@@ -256,6 +285,35 @@ func TestREQFlood(t *testing.T) {
 		"legitimate connects (virtual time to the REP): %v; %d stale REQs rejected; server stats %+v",
 		cfg.reqs, res.wall.Round(time.Millisecond), res.maxIDs, res.maxHalfOpen, cfg.maxHalfOpen, res.retained>>10,
 		res.connectTime, res.staleREJs, s)
+}
+
+// TestREQFloodSlowConsumer floods 20,000 REQs at a server that answers
+// requests only every 10,000 (every 10 ms of virtual time): the bound fills
+// with requests waiting for it, so later REQs, the legitimate client's
+// among them, are dropped without a REJ. A legitimate REQ admitted waits
+// for the consumer's next round; one dropped gets in with the client's
+// REQ retransmission, 6.144 s later.
+func TestREQFloodSlowConsumer(t *testing.T) {
+	cfg := floodConfig{reqs: 20000, batch: 100, legit: 4, gap: 100 * time.Microsecond,
+		maxHalfOpen: engine.DefaultMaxHalfOpen, slowAccept: 100}
+	res := runFlood(t, cfg)
+	if res.established != cfg.legit {
+		t.Fatalf("%d of %d legitimate connections established", res.established, cfg.legit)
+	}
+	if res.maxHalfOpen > cfg.maxHalfOpen || res.stats.BacklogDrops == 0 {
+		t.Fatalf("half-open up to %d (bound %d), stats %+v: want drops", res.maxHalfOpen, cfg.maxHalfOpen, res.stats)
+	}
+	resent := 0
+	for _, d := range res.connectTime {
+		if d >= 6144*time.Millisecond {
+			resent++
+		}
+	}
+	if resent == 0 || resent == cfg.legit {
+		t.Fatalf("legitimate connects %v: want some through the lagging consumer, some by retransmission", res.connectTime)
+	}
+	t.Logf("server held at most %d IDs (%d half-open); %d REQs dropped for the bound, %d evicted; legitimate connects (virtual time to the REP): %v",
+		res.maxIDs, res.maxHalfOpen, res.stats.BacklogDrops, res.stats.Evicted, res.connectTime)
 }
 
 // BenchmarkREQFlood runs TestREQFlood's flood of 100,000 REQs once per
