@@ -42,6 +42,16 @@ type Options struct {
 	// MAC once instead of once per MAD, and falls back to umad where that
 	// QP cannot be made (no uverbs data path, no CAP_NET_RAW).
 	UMADSends bool
+	// MaxHalfOpen bounds each listener's half-open connections on the
+	// user backend (REQ received, not yet ESTABLISHED), as TCP's SYN
+	// backlog does: 0 means the engine's default (4096), a negative value
+	// no bound. Past it a new REQ evicts the oldest accepted request still
+	// waiting for its RTU (which ends with EventUnreachable), or is
+	// dropped if every held request awaits Accept or Reject.
+	// engine.Config.MaxHalfOpen and docs/reliability.md say more. The
+	// kernel backend ignores it: the kernel bounds only the requests not
+	// yet read (Listen's backlog).
+	MaxHalfOpen int
 }
 
 // Channel is an event channel (struct rdma_event_channel): a connection

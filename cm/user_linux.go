@@ -51,6 +51,8 @@ type user struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	tracer   *tracer
+	// maxHalfOpen is Options.MaxHalfOpen, for each port's engine.
+	maxHalfOpen int
 }
 
 // openUser opens every RoCE port's umad device and registers the CM class
@@ -65,7 +67,7 @@ func openUser(o *Options) (*user, error) {
 		return nil, errnoError("open the user backend", err)
 	}
 	u := &user{ids: map[uint32]*userID{}, bound: map[uint16][]uint32{},
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{}), maxHalfOpen: o.MaxHalfOpen}
 	var errs []error
 	for _, dev := range devs {
 		ackDelay := -1 // asked once per device, when it has a port to open

@@ -58,8 +58,9 @@ func (u *user) openPort(dev uverbs.Device, p uverbs.Port, umadPath string, udSen
 		// UD QP they leave as the engine makes them, so make them differ
 		// between instances as hi_tid does.
 		CAGUID: beUint64(up.guid), Source: umad.NewRandomSource(rand.Uint32()),
-		ACKDelay:  ackDelay,
-		LocalGIDs: gids,
+		ACKDelay:    ackDelay,
+		LocalGIDs:   gids,
+		MaxHalfOpen: u.maxHalfOpen,
 	})
 	if err != nil {
 		t.Close()

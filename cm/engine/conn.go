@@ -52,6 +52,10 @@ type conn struct {
 	remoteQPNSlow bool
 	sidrIn        bool
 	pending       bool // passive, counted in the listener's backlog
+	// halfOpen: passive, counted in ho's half-open bound (backlog.go);
+	// repQueued: also in ho's RTU queue, between hoPrev and hoNext.
+	halfOpen  bool
+	repQueued bool
 
 	heapIdx int32
 	pkey    uint16
@@ -76,6 +80,9 @@ type conn struct {
 
 	listen  *listenInfo
 	sidrKey sidrKey
+
+	ho             *listenInfo
+	hoPrev, hoNext *conn
 }
 
 type listenInfo struct {
@@ -86,6 +93,10 @@ type listenInfo struct {
 	qpType  qp.QPType
 	backlog int
 	pending int
+	// halfOpen counts the passive IDs in a half-open state; repHead and
+	// repTail are the oldest and newest of them waiting for an RTU.
+	halfOpen         int
+	repHead, repTail *conn
 }
 
 func (c *conn) key() remoteKey    { return remoteKey{c.remoteCAGUID, c.remoteID} }

@@ -55,4 +55,27 @@
 // ECE is carried, never interpreted: the REQ and REP events carry the
 // peer's ECE, Connect and Accept take the ECE to send. The ordering rule
 // (no REP before the local ECE is set or declined) belongs to package cm.
+//
+// # Half-open connections
+//
+// The kernel bounds only the requests an application has not read
+// (rdma_ucm's backlog, whose counterpart here is ListenParams.Backlog).
+// The engine also bounds what a peer that never finishes a handshake can
+// make it hold, as TCP's SYN backlog does. Each listener holds at most
+// Config.MaxHalfOpen (default DefaultMaxHalfOpen) half-open IDs: passive
+// IDs from the REQ or SIDR_REQ until ESTABLISHED or the end of the
+// attempt. Past the bound a new request evicts the
+// listener's oldest ID whose REP still waits for its RTU: that ID ends
+// as if the REP's retries had run out (REP_ERROR, IDLE, no TimeWait) and
+// its peer gets REJ 3 (no resources), so that a live peer does not count
+// the connection as made. Waiting IDs are the ones to give up: the
+// consumer has answered them and a forged REQ never answers back, while
+// the REQ's own timeouts, which the peer chooses, could keep them for
+// hours. If every half-open ID still waits for the consumer (Accept,
+// Reject, ReplySIDR), the new request is dropped without a REJ: a live
+// peer resends its REQ, and a forged one draws no answer. Duplicate and
+// stale REQs are matched by the remote ID and QPN tables before the bound
+// is consulted, so they never take a second ID. Stats.BacklogDrops and
+// Stats.Evicted count both outcomes; HalfOpen reports a listener's count.
+// docs/reliability.md measures a flood of forged REQs.
 package engine

@@ -110,6 +110,13 @@ type Stats struct {
 	Retransmits uint64
 	// LAPDropped counts LAP and APR MADs, dropped as Linux does on RoCE.
 	LAPDropped uint64
+	// BacklogDrops counts REQs and SIDR_REQs dropped because their
+	// listener's backlog (ListenParams.Backlog) or half-open bound
+	// (Config.MaxHalfOpen) was full; Dropped counts them too.
+	BacklogDrops uint64
+	// Evicted counts half-open connections given up to admit a newer REQ
+	// (Config.MaxHalfOpen).
+	Evicted uint64
 }
 
 // New returns an engine. cfg.Source is required.
@@ -125,6 +132,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MRAServiceTimeout == 0 {
 		cfg.MRAServiceTimeout = defaultMRAServiceTimeout
+	}
+	if cfg.MaxHalfOpen == 0 {
+		cfg.MaxHalfOpen = DefaultMaxHalfOpen
 	}
 	if cfg.CMResponseTimeout > mad.MaxTimeout || cfg.MRAServiceTimeout > mad.MaxTimeout ||
 		cfg.MaxCMRetries > 15 || cfg.ACKDelay > mad.MaxTimeout {
@@ -281,6 +291,7 @@ func (e *Engine) release(c *conn) {
 	if c.listen != nil && e.listeners[c.serviceID] == c {
 		delete(e.listeners, c.serviceID)
 	}
+	e.leaveHalfOpen(c)
 	if c.parent != 0 {
 		if l := e.conns.get(c.parent); l != nil && l.listen != nil && c.pending {
 			l.listen.pending--
@@ -313,6 +324,9 @@ func (e *Engine) acquire(localID, remoteID uint32) *conn {
 func (e *Engine) setState(c *conn, s State) {
 	if e.cfg.RecordStates && c.state != s {
 		e.ready.StateChanges = append(e.ready.StateChanges, StateChange{ID: ID(c.localID), From: c.state, To: s})
+	}
+	if c.halfOpen {
+		e.moveHalfOpen(c, s)
 	}
 	c.state = s
 }

@@ -27,11 +27,19 @@ func (in *fuzzInput) u32() uint32 {
 	return uint32(in.byte())<<24 | uint32(in.byte())<<16 | uint32(in.byte())<<8 | uint32(in.byte())
 }
 
+// fuzzMaxHalfOpen is the fuzzed engines' half-open bound: small enough
+// for a few fuzzed REQs to fill it and evict.
+const fuzzMaxHalfOpen = 3
+
 // liveWire builds two engines holding IDs in many states: a listener, an
 // established connection, a passive request awaiting Accept (MRA armed),
 // an active REQ outstanding, a pair in TimeWait and a SIDR request.
 func liveWire(t *testing.T) (*wire, *node, *node) {
-	w, a, b := newWire(t)
+	w := &wire{t: t, now: epoch}
+	bound := func(c *engine.Config) { c.MaxHalfOpen = fuzzMaxHalfOpen }
+	a := newNode(t, "a", "192.0.2.1", 1, bound)
+	b := newNode(t, "b", "192.0.2.2", 2, bound)
+	w.nodes = []*node{a, b}
 	act, pas := establish(t, w, a, b)
 	_ = a.e.Disconnect(w.now, act, nil)
 	w.run()
@@ -72,43 +80,74 @@ func FuzzReceive(f *testing.F) {
 	f.Add([]byte{1, 3, 0, 1, 0, 0, 0, 0, 2, 10, 3})
 	f.Add([]byte{1, 6, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2, 200, 3, 1, 4, 0, 1})
 	f.Add([]byte{1, 7, 2, 0, 0, 0, 0, 0, 3, 1, 5, 1, 0, 2, 255, 2, 255})
+	f.Add(floodSeed())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		w, a, b := liveWire(t)
-		in := &fuzzInput{b: data}
-		for steps := 0; len(in.b) > 0 && steps < 64; steps++ {
-			op := in.byte()
-			to, from := b, a
-			if op&0x80 != 0 {
-				to, from = a, b
-			}
-			src := engine.Addr{Port: 1, GID: from.gid, QPN: 1, HopLimit: in.byte()}
-			switch op & 3 {
-			case 0: // a raw MAD
-				var m [mad.MADSize]byte
-				n := copy(m[:], in.b)
-				in.b = in.b[n:]
-				to.e.Receive(w.now, src, m[:])
-			case 1: // a MAD built from fields
-				if m := buildMAD(w, in); m != nil {
-					to.e.Receive(w.now, src, m)
-				}
-			case 2: // time passes
-				w.now = w.now.Add(time.Duration(in.byte()) * 97 * time.Millisecond)
-				a.e.Tick(w.now)
-				b.e.Tick(w.now)
-			case 3: // the engines talk
-				w.run()
-			}
-			w.collect(a) // checks invariants and every MAD sent
-			w.collect(b)
-			for _, n := range []*node{a, b} {
-				if s := n.e.Stats(); s.Malformed != s.BadLength+s.BadVersion+s.BadAttribute+s.BadField || s.Malformed > s.Received {
-					t.Fatalf("%s: inconsistent stats %+v", n.name, s)
-				}
-			}
-		}
+		w, _, _ := runProgram(t, data)
 		w.advance(10 * time.Minute) // every timer fires; still consistent
 	})
+}
+
+// runProgram runs one FuzzReceive program on liveWire's engines.
+func runProgram(t *testing.T, data []byte) (*wire, *node, *node) {
+	w, a, b := liveWire(t)
+	in := &fuzzInput{b: data}
+	for steps := 0; len(in.b) > 0 && steps < 64; steps++ {
+		op := in.byte()
+		to, from := b, a
+		if op&0x80 != 0 {
+			to, from = a, b
+		}
+		src := engine.Addr{Port: 1, GID: from.gid, QPN: 1, HopLimit: in.byte()}
+		switch op & 3 {
+		case 0: // a raw MAD
+			var m [mad.MADSize]byte
+			n := copy(m[:], in.b)
+			in.b = in.b[n:]
+			to.e.Receive(w.now, src, m[:])
+		case 1: // a MAD built from fields
+			if m := buildMAD(w, in); m != nil {
+				to.e.Receive(w.now, src, m)
+			}
+		case 2: // time passes
+			w.now = w.now.Add(time.Duration(in.byte()) * 97 * time.Millisecond)
+			a.e.Tick(w.now)
+			b.e.Tick(w.now)
+		case 3: // the engines talk; with bit 6, after accepting every request
+			if op&0x40 != 0 {
+				acceptAll(w, a, in.byte())
+				acceptAll(w, b, in.byte())
+			}
+			w.run()
+		}
+		w.collect(a) // checks invariants and every MAD sent
+		w.collect(b)
+		for _, n := range []*node{a, b} {
+			if s := n.e.Stats(); s.Malformed != s.BadLength+s.BadVersion+s.BadAttribute+s.BadField || s.Malformed > s.Received ||
+				s.BacklogDrops > s.Dropped || s.Evicted > s.Received {
+				t.Fatalf("%s: inconsistent stats %+v", n.name, s)
+			}
+		}
+	}
+	return w, a, b
+}
+
+// acceptAll accepts every request n reported that still waits for an
+// answer, from QPNs starting at qpn (distinct, so the peer's stale check
+// passes unless the fuzzer made them collide), so that requests go on to
+// wait for their RTU and a REQ past the half-open bound evicts one.
+func acceptAll(w *wire, n *node, qpn byte) {
+	q := 0x100 + uint32(qpn)<<8
+	for _, ev := range n.events {
+		if ev.Type != engine.EventConnectRequest {
+			continue
+		}
+		if st, ok := n.e.State(ev.ID); ok && (st == engine.StateREQRcvd || st == engine.StateMRAREQSent) {
+			q++
+			if err := n.e.Accept(w.now, ev.ID, engine.AcceptParams{QPN: q, RNRRetryCount: 7}); err != nil {
+				w.t.Fatalf("%s: accept %v in %v: %v", n.name, ev.ID, st, err)
+			}
+		}
+	}
 }
 
 // pool returns values seen on the wire: communication IDs, QPNs, CA GUIDs.
@@ -185,4 +224,35 @@ func buildMAD(w *wire, in *fuzzInput) []byte {
 		return nil
 	}
 	return b
+}
+
+// floodSeed is a fuzz program that floods b's listener with REQs from new
+// communication IDs and QPNs, accepts them, and floods again: past the
+// half-open bound the later REQs evict the accepted ones.
+func floodSeed() []byte {
+	var p []byte
+	req := func(k byte) {
+		p = append(p, 1, 64)                           // a MAD built from fields, a to b, hop limit 64
+		p = append(p, 0, 0, 0, k, 0, 0, 0, 0, 0)       // TID, attribute modifier, REQ
+		p = append(p, 0xff, 0x10, 0, 0, k, 1, 0)       // new local ID, the listener's port, a's GUID
+		p = append(p, 0xff, 0, 0, 0x20, k, 0, 0, 0, k) // new QPN, PSN
+		p = append(p, 20, 20, 15, 3, 0, 19, 0, 1, 0)   // timeouts, retries, MTU, RC, ACK timeout, GIDs, IP header
+	}
+	for k := range byte(5) {
+		req(k + 1)
+	}
+	p = append(p, 0x43, 64, 0, 0) // accept every request, then deliver
+	for k := range byte(3) {
+		req(k + 10)
+	}
+	return append(p, 3)
+}
+
+// The fuzzer reaches the half-open bound: its flood seed drops a REQ for
+// the bound and evicts.
+func TestFuzzReachesHalfOpenBound(t *testing.T) {
+	_, _, b := runProgram(t, floodSeed())
+	if s := b.e.Stats(); s.Evicted == 0 || s.BacklogDrops == 0 {
+		t.Fatalf("flood seed: %+v", s)
+	}
 }

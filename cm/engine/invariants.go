@@ -14,10 +14,15 @@ func hasMsg(s State) bool {
 // CheckInvariants verifies the engine's internal consistency: every
 // outstanding MAD has a timer and belongs to a state that resends one,
 // TimeWait and nothing else has a bare timer, the lookup tables point at
-// live IDs, backlog counts match. Tests and fuzzers call it after every
+// live IDs, backlog and half-open counts match, each listener's half-open
+// IDs stay within Config.MaxHalfOpen and are all in the remote ID table
+// (so no duplicate REQ becomes a second ID), and each listener's queue of
+// IDs awaiting an RTU links exactly those. Tests and fuzzers call it after every
 // input; it returns the first violation.
 func (e *Engine) CheckInvariants() error {
 	pending := map[uint32]int{}
+	halfOpen := map[*listenInfo]int{}
+	queued := map[*listenInfo]int{}
 	n := 0
 	for _, c := range e.conns.slots {
 		if c == nil {
@@ -56,6 +61,23 @@ func (e *Engine) CheckInvariants() error {
 		if c.pending {
 			pending[c.parent]++
 		}
+		if c.passive && halfOpenState(c.state) != c.halfOpen {
+			return fmt.Errorf("ID %#x in %v: half-open %v", id, c.state, c.halfOpen)
+		}
+		if c.repQueued != (c.halfOpen && repWaiting(c.state)) {
+			return fmt.Errorf("ID %#x in %v: in the RTU queue %v", id, c.state, c.repQueued)
+		}
+		if c.repQueued {
+			queued[c.ho]++
+		}
+		if c.halfOpen {
+			halfOpen[c.ho]++
+			// A request is known by its sender's ID until it ends, so a
+			// duplicate or stale REQ cannot become a second ID.
+			if c.state != StateSIDRREQRcvd && !c.inRemoteID {
+				return fmt.Errorf("half-open ID %#x in %v not in the remote ID table", id, c.state)
+			}
+		}
 	}
 	if n != e.conns.len() {
 		return fmt.Errorf("ID table counts %d IDs, holds %d", e.conns.len(), n)
@@ -78,6 +100,9 @@ func (e *Engine) CheckInvariants() error {
 		if c.listen.pending != pending[c.localID] {
 			return fmt.Errorf("listener %#x backlog %d, counted %d", c.localID, c.listen.pending, pending[c.localID])
 		}
+		if err := e.checkHalfOpen(c, halfOpen[c.listen], queued[c.listen]); err != nil {
+			return err
+		}
 	}
 	for i, c := range e.timers {
 		if int(c.heapIdx) != i || e.conns.get(c.localID) != c {
@@ -86,6 +111,33 @@ func (e *Engine) CheckInvariants() error {
 		if i > 0 && e.timers.less(i, (i-1)/2) {
 			return fmt.Errorf("timer heap order broken at %d", i)
 		}
+	}
+	return nil
+}
+
+// checkHalfOpen verifies listener l's half-open count (counted: its IDs
+// marked half-open) and bound, and that its RTU queue links exactly its
+// IDs waiting for an RTU (queued of them).
+func (e *Engine) checkHalfOpen(l *conn, counted, queued int) error {
+	li := l.listen
+	if li.halfOpen != counted {
+		return fmt.Errorf("listener %#x half-open %d, counted %d", l.localID, li.halfOpen, counted)
+	}
+	if e.cfg.MaxHalfOpen >= 0 && li.halfOpen > e.cfg.MaxHalfOpen {
+		return fmt.Errorf("listener %#x holds %d half-open IDs, bound %d", l.localID, li.halfOpen, e.cfg.MaxHalfOpen)
+	}
+	n := 0
+	var prev *conn
+	for c := li.repHead; c != nil; prev, c = c, c.hoNext {
+		if n++; n > li.halfOpen {
+			return fmt.Errorf("listener %#x: RTU queue longer than its half-open count", l.localID)
+		}
+		if c.hoPrev != prev || c.ho != li || !c.repQueued || e.conns.get(c.localID) != c {
+			return fmt.Errorf("listener %#x: RTU queue broken at ID %#x", l.localID, c.localID)
+		}
+	}
+	if li.repTail != prev || n != queued {
+		return fmt.Errorf("listener %#x: RTU queue of %d (tail ok %v), %d IDs queued", l.localID, n, li.repTail == prev, queued)
 	}
 	return nil
 }

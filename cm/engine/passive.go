@@ -154,12 +154,17 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 		e.release(c)
 		return
 	}
-	if l.listen.backlog > 0 && l.listen.pending >= l.listen.backlog {
-		// ucma backlog full: ENOMEM, dropped without a REJ.
+	if l.listen.backlog > 0 && l.listen.pending >= l.listen.backlog || !e.admit(l) {
+		// ucma backlog full (ENOMEM) or the half-open bound taken by
+		// requests the consumer has yet to answer: dropped without a
+		// REJ, so a live peer sends its REQ again and a spoofed one draws
+		// nothing.
 		e.stats.Dropped++
+		e.stats.BacklogDrops++
 		e.release(c)
 		return
 	}
+	e.joinHalfOpen(c, l)
 	c.parent = l.localID
 	c.pending = true
 	l.listen.pending++

@@ -97,11 +97,13 @@ func (e *Engine) recvSIDRREQ(from Addr, v mad.SIDRREQView) {
 		e.release(c)
 		return
 	}
-	if l.listen.backlog > 0 && l.listen.pending >= l.listen.backlog {
+	if l.listen.backlog > 0 && l.listen.pending >= l.listen.backlog || !e.admit(l) {
 		e.stats.Dropped++
+		e.stats.BacklogDrops++
 		e.release(c)
 		return
 	}
+	e.joinHalfOpen(c, l)
 	c.parent = l.localID
 	c.pending = true
 	l.listen.pending++

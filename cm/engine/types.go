@@ -382,4 +382,11 @@ type Config struct {
 	LocalGIDs []rdma.GID
 	// RecordStates fills Ready.StateChanges.
 	RecordStates bool
+	// MaxHalfOpen bounds each listener's half-open connections, as TCP's
+	// SYN backlog bounds SYN_RECV sockets: passive IDs from the REQ (or
+	// SIDR_REQ) until ESTABLISHED or the end of the attempt. 0 means
+	// DefaultMaxHalfOpen; a negative value means no bound (the kernel's
+	// CM bounds only requests not yet read: rdma_ucm's backlog). The
+	// package documentation says what happens past it.
+	MaxHalfOpen int
 }
