@@ -29,14 +29,27 @@ type channel struct {
 var (
 	channelsMu sync.Mutex
 	channels   = map[rdma.Backend]*channel{}
+	// closing holds a backend's channel while its last release closes it:
+	// the user backend's CM agent is the port's until then, so a new
+	// channel waits for it.
+	closing = map[rdma.Backend]*channel{}
 )
 
 func acquireChannel(b rdma.Backend) (*channel, error) {
 	channelsMu.Lock()
 	defer channelsMu.Unlock()
-	if c := channels[b]; c != nil {
-		c.refs++
-		return c, nil
+	for {
+		if c := channels[b]; c != nil {
+			c.refs++
+			return c, nil
+		}
+		old := closing[b]
+		if old == nil {
+			break
+		}
+		channelsMu.Unlock()
+		<-old.dead
+		channelsMu.Lock()
 	}
 	ch, err := cm.Open(&cm.Options{Backend: b})
 	if err != nil {
@@ -61,11 +74,17 @@ func (c *channel) release() {
 	last := c.refs == 0
 	if last {
 		delete(channels, c.key)
+		closing[c.key] = c
 	}
 	channelsMu.Unlock()
 	if last {
 		c.ch.Close()
 		<-c.dead
+		channelsMu.Lock()
+		if closing[c.key] == c {
+			delete(closing, c.key)
+		}
+		channelsMu.Unlock()
 	}
 }
 
