@@ -47,6 +47,12 @@ func acquireChannel(b rdma.Backend) (*channel, error) {
 		if old == nil {
 			break
 		}
+		select {
+		case <-old.dead: // closed; its release has yet to forget it
+			delete(closing, b)
+			continue
+		default:
+		}
 		channelsMu.Unlock()
 		<-old.dead
 		channelsMu.Lock()
