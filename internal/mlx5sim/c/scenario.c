@@ -920,23 +920,24 @@ static void cmd_send(struct args *a)
 	free(wrs);
 }
 
-static void cmd_recv(struct args *a)
+/* recv QP / srq_recv SRQ id=N sge=... [count=K]: count receives with
+ * consecutive ids, posted in one call. */
+static void post_recvs(struct args *a, int to_srq)
 {
 	struct ibv_sge sge[MAX_SGE];
 	struct ibv_recv_wr *wrs, *bad = NULL;
-	struct ibv_qp *qp;
 	uint64_t id;
 	uint32_t k;
 	int nsge;
 	int ret;
 
 	positionals(a, 1, 1);
-	id = parse_u64("recv id", need_opt(a, "id"));
+	id = parse_u64(to_srq ? "srq_recv id" : "recv id", need_opt(a, "id"));
 	nsge = parse_sges(need_opt(a, "sge"), sge);
 	k = parse_count(a);
 	done(a);
 	need_ctx();
-	qp = need_obj(a->pos[0], OBJ_QP)->u.qp;
+	struct obj *o = need_obj(a->pos[0], to_srq ? OBJ_SRQ : OBJ_QP);
 
 	wrs = calloc(k, sizeof(*wrs));
 	struct ibv_sge *sges = calloc((size_t)k * nsge, sizeof(*sges));
@@ -951,12 +952,17 @@ static void cmd_recv(struct args *a)
 	}
 	errno = 0;
 	trace_begin_fn();
-	ret = ibv_post_recv(qp, wrs, &bad);
+	ret = to_srq ? ibv_post_srq_recv(o->u.srq, wrs, &bad) : ibv_post_recv(o->u.qp, wrs, &bad);
 	trace_end_fn();
 	if (ret)
 		record_err(verb_errno(ret));
 	free(sges);
 	free(wrs);
+}
+
+static void cmd_recv(struct args *a)
+{
+	post_recvs(a, 0);
 }
 
 static void cmd_poll(struct args *a)
@@ -1164,41 +1170,7 @@ static void cmd_srq(struct args *a)
 /* srq_recv SRQ id=N sge=... [count=K], traced like recv. */
 static void cmd_srq_recv(struct args *a)
 {
-	struct ibv_sge sge[MAX_SGE];
-	struct ibv_recv_wr *wrs, *bad = NULL;
-	struct ibv_srq *srq;
-	uint64_t id;
-	uint32_t k;
-	int nsge;
-	int ret;
-
-	positionals(a, 1, 1);
-	id = parse_u64("srq_recv id", need_opt(a, "id"));
-	nsge = parse_sges(need_opt(a, "sge"), sge);
-	k = parse_count(a);
-	done(a);
-	need_ctx();
-	srq = need_obj(a->pos[0], OBJ_SRQ)->u.srq;
-
-	wrs = calloc(k, sizeof(*wrs));
-	struct ibv_sge *sges = calloc((size_t)k * nsge, sizeof(*sges));
-	if (!wrs || !sges)
-		die("out of memory");
-	for (uint32_t i = 0; i < k; i++) {
-		memcpy(&sges[(size_t)i * nsge], sge, nsge * sizeof(*sge));
-		wrs[i].wr_id = id + i;
-		wrs[i].next = i + 1 < k ? &wrs[i + 1] : NULL;
-		wrs[i].sg_list = &sges[(size_t)i * nsge];
-		wrs[i].num_sge = nsge;
-	}
-	errno = 0;
-	trace_begin_fn();
-	ret = ibv_post_srq_recv(srq, wrs, &bad);
-	trace_end_fn();
-	if (ret)
-		record_err(verb_errno(ret));
-	free(sges);
-	free(wrs);
+	post_recvs(a, 1);
 }
 
 /* arm_srq SRQ limit=N: ibv_modify_srq with IBV_SRQ_LIMIT (max_wr 0). */

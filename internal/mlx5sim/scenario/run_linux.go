@@ -538,20 +538,30 @@ func (r *Runner) recv(l Line) error {
 	if err != nil {
 		return err
 	}
-	sges, err := r.sges(l)
+	wrs, err := r.recvWRs(l)
 	if err != nil {
 		return err
+	}
+	return q.PostRecv(wrs)
+}
+
+// recvWRs is recv's and srq_recv's work requests: count receives of
+// the line's SGEs with consecutive ids.
+func (r *Runner) recvWRs(l Line) ([]uverbs.RecvWR, error) {
+	sges, err := r.sges(l)
+	if err != nil {
+		return nil, err
 	}
 	id, err1 := l.u64("id", 0)
 	count, err2 := l.u64("count", 1)
 	if err := errors.Join(err1, err2); err != nil || count == 0 || count > 1024 {
-		return bad("line %d: id/count: %v", l.Num, err)
+		return nil, bad("line %d: id/count: %v", l.Num, err)
 	}
 	wrs := make([]uverbs.RecvWR, count)
 	for i := range wrs {
 		wrs[i] = uverbs.RecvWR{ID: id + uint64(i), SGEs: sges}
 	}
-	return q.PostRecv(wrs)
+	return wrs, nil
 }
 
 // FormatWC is the README's record line for one completion.

@@ -44,18 +44,9 @@ func (r *Runner) srqStep(l Line) error {
 		if err != nil {
 			return err
 		}
-		sges, err := r.sges(l)
+		wrs, err := r.recvWRs(l)
 		if err != nil {
 			return err
-		}
-		id, err1 := l.u64("id", 0)
-		count, err2 := l.u64("count", 1)
-		if err := errors.Join(err1, err2); err != nil || count == 0 || count > 1024 {
-			return bad("line %d: id/count: %v", l.Num, err)
-		}
-		wrs := make([]uverbs.RecvWR, count)
-		for i := range wrs {
-			wrs[i] = uverbs.RecvWR{ID: id + uint64(i), SGEs: sges}
 		}
 		return s.PostRecv(wrs)
 	case "arm_srq":
