@@ -40,8 +40,8 @@ type userID struct {
 	ackTimeout           uint8
 	ackTimeoutSet, reuse bool
 	// afOnly restricts a wildcard listener to the family it was bound with.
-	afOnly bool
-	disconnected         bool // DISCONNECTED was reported (cma_comp_exch CONNECT → DISCONNECT)
+	afOnly       bool
+	disconnected bool // DISCONNECTED was reported (cma_comp_exch CONNECT → DISCONNECT)
 }
 
 type userListen struct {
