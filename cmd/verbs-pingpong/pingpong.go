@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -262,7 +261,9 @@ func setup(o options) (*pingpong, error) {
 		fillBuffer(p.buf.Bytes(), o.validate && o.serverName != "")
 	}
 	if o.events {
-		if p.ch, err = p.x.CreateCompChannel(); err != nil {
+		// One blocking read per event, as ibv_get_cq_event: the loop waits
+		// for nothing else, and nothing closes the channel during a wait.
+		if p.ch, err = p.x.CreateCompChannelBlocking(); err != nil {
 			return nil, fmt.Errorf("couldn't create completion channel: %w", err)
 		}
 	}
@@ -448,10 +449,10 @@ func run(o options, stdout io.Writer) (result, error) {
 	if o.srq {
 		wc = make([]uverbs.WC, o.rxDepth+o.numQP)
 	}
-	ctx := context.Background()
+	var cqs [1]*uverbs.CQ
 	for rcnt < o.iters || scnt < o.iters {
 		if o.events {
-			if _, err := p.ch.Wait(ctx); err != nil {
+			if _, err := p.ch.WaitBlocking(cqs[:0]); err != nil {
 				return res, fmt.Errorf("failed to get cq_event: %w", err)
 			}
 			if err := p.cq.RequestNotify(false); err != nil {
