@@ -118,11 +118,17 @@ func runCFenced(t *testing.T, file, prof string) fenced {
 }
 
 // runGoFenced runs one scenario through our provider in the test binary
-// bin (TestGoScenarioFencedChild) under qemu-user with the plugin, env
-// added to its environment.
-func runGoFenced(t *testing.T, bin string, env []string, file, prof string) (fenced, error) {
+// bin (TestGoScenarioFencedChild, built for goarch) under qemu-user with
+// the plugin, env added to its environment.
+func runGoFenced(t *testing.T, goarch, bin string, env []string, file, prof string) (fenced, error) {
 	t.Helper()
 	qemu, plugin, _ := fenceTools(t)
+	if goarch != runtime.GOARCH {
+		var err error
+		if qemu, err = mlx5sim.QemuUser(goarch); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p, err := mlx5sim.ParseProfile(prof)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +232,7 @@ func TestFences(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%s", filepath.Base(c.file), strings.ReplaceAll(c.prof, " ", ",")), func(t *testing.T) {
 			start := time.Now()
 			cs := runCFenced(t, c.file, c.prof)
-			gs, err := runGoFenced(t, bin, nil, c.file, c.prof)
+			gs, err := runGoFenced(t, runtime.GOARCH, bin, nil, c.file, c.prof)
 			if err != nil {
 				t.Fatalf("Go side: %v\ntrace:\n%s", err, strings.Join(gs.trace, "\n"))
 			}
