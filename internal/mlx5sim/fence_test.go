@@ -38,9 +38,11 @@ var (
 )
 
 // fenceTools builds the plugin and finds qemu-user for this GOARCH, and
-// the Go child: this test binary, or without the race detector a copy
-// of it (qemu-user cannot host the detector's shadow memory). A missing
-// tool skips outside CI and fails under CI=true.
+// the Go child: this test binary or, when it has the race detector, a
+// copy built without it, so that the child runs the production barrier
+// paths (under -race DoorbellWCUnlock's release is an atomic store,
+// doorbell_race.go) and does not pay for the detector under TCG. A
+// missing tool skips outside CI and fails under CI=true.
 func fenceTools(t testing.TB) (qemu, plugin, gobin string) {
 	t.Helper()
 	fenceOnce.Do(func() {
