@@ -98,7 +98,15 @@ type fenced struct {
 func runCFenced(t *testing.T, file, prof string) fenced {
 	t.Helper()
 	shim, scn := cSide(t)
-	qemu, plugin, _ := fenceTools(t)
+	qemu, _, _ := fenceTools(t)
+	return runCFencedWith(t, qemu, nil, shim, scn, file, prof)
+}
+
+// runCFencedWith is runCFenced with a given emulator, its extra arguments
+// (-L for a foreign guest's libraries) and C side.
+func runCFencedWith(t *testing.T, qemu string, extra []string, shim, scn, file, prof string) fenced {
+	t.Helper()
+	_, plugin, _ := fenceTools(t)
 	p, err := mlx5sim.ParseProfile(prof)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +120,7 @@ func runCFenced(t *testing.T, file, prof string) fenced {
 	var stderr strings.Builder
 	cmd := mlx5sim.ScenarioCmd(scn, shim, sys, file)
 	cmd.Stderr = &stderr
-	cmd = mlx5sim.FencedCmd(qemu, plugin, nil, cmd)
+	cmd = mlx5sim.FencedCmd(qemu, plugin, extra, cmd)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := mlx5sim.RunChild(ctx, cmd, d); err != nil {
@@ -247,11 +255,11 @@ func fenceCases(t *testing.T) []fenceCase {
 }
 
 // wantBarriers are the barrier functions whose production path the
-// fenced cases must run on this GOARCH, with the instruction each
-// executes and how many distinct ones (doorbellWC holds two SFENCEs).
-func wantBarriers() map[string]int {
+// fenced cases must run on goarch, with the instruction each executes
+// and how many distinct ones (doorbellWC holds two SFENCEs).
+func wantBarriers(goarch string) map[string]int {
 	const b = modPrefix + "internal/barrier."
-	switch runtime.GOARCH {
+	switch goarch {
 	case "amd64":
 		return map[string]int{
 			"lfence at " + b + "udmaFromDeviceBarrier+": 1,
@@ -303,13 +311,13 @@ func TestFences(t *testing.T) {
 		if !strings.Contains(w, " at "+modPrefix+"internal/barrier.") {
 			t.Errorf("a barrier instruction outside internal/barrier: %s", w)
 		}
-		for f := range wantBarriers() {
+		for f := range wantBarriers(runtime.GOARCH) {
 			if strings.HasPrefix(w, f) {
 				got[f]++
 			}
 		}
 	}
-	for f, n := range wantBarriers() {
+	for f, n := range wantBarriers(runtime.GOARCH) {
 		if got[f] != n {
 			t.Errorf("%s...: %d distinct barrier instructions executed, want %d (seen: %q)", f, got[f], n, keys(goWhere))
 		}
