@@ -152,7 +152,7 @@ func runGoFenced(t *testing.T, goarch, bin string, env []string, file, prof stri
 	d := mlx5sim.New(p)
 	d.SetFenceFilter(filter)
 	cmd := exec.Command(bin, "-test.run=^TestGoScenarioFencedChild$")
-	cmd.Env = append(append(os.Environ(), "MLX5SIM_FENCED_SCN="+file, "MLX5SIM_FENCED_PROFILE="+prof, "GOGC=off"), env...)
+	cmd.Env = append(append(os.Environ(), "MLX5SIM_FENCED_SCN="+file, "MLX5SIM_FENCED_PROFILE="+prof), env...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd = mlx5sim.FencedCmd(qemu, plugin, nil, cmd)
