@@ -224,7 +224,8 @@ type fenceCase struct{ file, prof string }
 // BlueFlame and doorbell rings with and without a bfreg lock
 // (doorbellWC; mmio_wc_start and mmio_flush_writes around a locked
 // copy), CQ arming (mmio_flush_writes before the UAR doorbell), receive
-// and SRQ doorbell records (udma_to_device_barrier), under both UAR
+// and SRQ doorbell records and CQ cleaning on destroy and RESET
+// (udma_to_device_barrier), under both UAR
 // allocations and both command interfaces. MLX5SIM_FENCES=all runs the
 // whole matrix instead.
 var fenceSubset = []fenceCase{
@@ -233,10 +234,16 @@ var fenceSubset = []fenceCase{
 	{"testdata/shared_bfreg.scn", "uar=static ece=1 iface=ioctl"},
 	{"testdata/srq_basic.scn", "uar=dynamic ece=1 iface=ioctl"},
 	{"testdata/send_opcodes.scn", "uar=static ece=0 iface=write"},
+	{"testdata/cq_clean.scn", "uar=static ece=1 iface=write"},
 }
 
 func fenceCases(t *testing.T) []fenceCase {
 	if os.Getenv("MLX5SIM_FENCES") != "all" {
+		for _, c := range fenceSubset {
+			if !scenario.FileFits(c.file, c.prof) {
+				t.Fatalf("%s does not run under the profile %q", c.file, c.prof)
+			}
+		}
 		return fenceSubset
 	}
 	files, _ := filepath.Glob("testdata/*.scn")
