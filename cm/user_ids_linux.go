@@ -60,7 +60,7 @@ func (u *user) get(h uint32) (*userID, error) {
 }
 
 func (u *user) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, error) {
-	if t == qp.UD || ps == rdma.PortSpaceIB {
+	if t == qp.UD && !udPortSpace(ps) || ps == rdma.PortSpaceIB {
 		return 0, unix.EOPNOTSUPP
 	}
 	u.mu.Lock()
