@@ -90,6 +90,7 @@ func (u *user) destroyID(h uint32) (uint32, error) {
 	}
 	delete(u.ids, h)
 	u.unbindLocked(h, x)
+	u.leaveAllLocked(h)
 	listens, conn, hasConn, p := x.listens, x.eid, x.hasConn, x.port
 	for _, l := range listens {
 		delete(l.p.byEngine, l.eid)

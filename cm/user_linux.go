@@ -30,8 +30,9 @@ import (
 // events (cma_ib_handler, cma_ib_req_handler).
 //
 // UD IDs of RDMA_PS_UDP run over the engine's SIDR (user_ud_linux.go).
-// Not supported (EOPNOTSUPP): multicast, AF_IB addresses, IPv6 and
-// InfiniBand (non-RoCE) ports, which need an SA path query.
+// Not supported (EOPNOTSUPP): AF_IB addresses, IPv6 and InfiniBand
+// (non-RoCE) ports, which need an SA path query. Multicast joins RoCE
+// groups without the SA (user_mcast_linux.go).
 //
 // Its parts: the ports, their transports and engine runners
 // (user_port_linux.go), the ID table and port binding (user_ids_linux.go),
@@ -53,6 +54,7 @@ type user struct {
 	tracer   *tracer
 	// maxHalfOpen is Options.MaxHalfOpen, for each port's engine.
 	maxHalfOpen int
+	mcasts      map[uint32]*userMcast // joined groups (user_mcast_linux.go)
 }
 
 // openUser opens every RoCE port's umad device and registers the CM class
@@ -120,6 +122,7 @@ func (u *user) close() error {
 	}
 	u.isClosed = true
 	close(u.done)
+	u.leaveAllLocked(0)
 	u.mu.Unlock()
 	err := u.closePorts()
 	u.cancel()
@@ -405,9 +408,6 @@ func notifyEngine(eng *engine.Engine, now time.Time, id engine.ID, event uverbs.
 	return fmt.Errorf("event %d: rdma_notify takes only COMM_EST (%d) and PATH_MIG (%d): %w",
 		uint32(event), uint32(uverbs.EventCommEst), uint32(uverbs.EventPathMig), unix.EINVAL)
 }
-
-func (u *user) join(uint32, uint64, netip.Addr, bool) (uint32, error) { return 0, unix.EOPNOTSUPP }
-func (u *user) leave(uint32) (uint32, error)                          { return 0, unix.EOPNOTSUPP }
 
 // haveUserBackend: openAuto may try the user backend.
 const haveUserBackend = true
