@@ -138,10 +138,8 @@
 // family and rdma_getaddrinfo, setting an IB path record
 // (RDMA_OPTION_IB_PATH), the IP-only QUERY_ROUTE command (QUERY ADDR and
 // PATH are used), XRC on library QPs (SRQs are there: ID.CreateSRQ and
-// QPInit.SRQ), rdma_create_ep and the rdma_verbs.h helpers, and attaching
-// a library QP to a joined multicast group (attach it with the verbs layer
-// using Multicast.AH). The user
+// QPInit.SRQ), rdma_create_ep and the rdma_verbs.h helpers. The user
 // backend also refuses UD IDs (the engine has SIDR, the backend does not
-// wire it), multicast, IPv6, AF_IB and InfiniBand-link ports, which need
+// wire it), IPv6, AF_IB and InfiniBand-link ports, which need
 // an SA path query.
 package cm

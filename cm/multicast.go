@@ -151,3 +151,14 @@ func (m *Multicast) Leave() error {
 	_, err := c.b.leave(m.handle)
 	return errors.Join(derr, errnoError("LeaveMulticast", err))
 }
+
+// forgetMulticastLocked drops the groups of a destroyed ID: destroying an
+// rdma_cm ID leaves its groups (cma_leave_mc_groups; the user backend's
+// destroyID does the same), so no Leave will come for them. c.mu is held.
+func (c *Channel) forgetMulticastLocked(id *ID) {
+	for uid, m := range c.mcs {
+		if m.id == id {
+			delete(c.mcs, uid)
+		}
+	}
+}

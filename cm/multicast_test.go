@@ -57,3 +57,38 @@ func TestJoinNonMulticastRefused(t *testing.T) {
 		t.Errorf("backend calls %q, want join and leave twice", log)
 	}
 }
+
+// TestDestroyForgetsGroups: destroying an ID drops its groups from the
+// channel (the backend left them), and a late Leave is a no-op.
+func TestDestroyForgetsGroups(t *testing.T) {
+	fb := newFake()
+	ch := newChannel(fb)
+	t.Cleanup(func() { ch.Close() })
+	id, err := ch.CreateID(rdma.PortSpaceUDP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Bind(netip.MustParseAddrPort("192.0.2.1:0")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := id.JoinMulticast(testCtx(t), netip.MustParseAddr("239.1.2.3"), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	ch.mu.Lock()
+	left := len(ch.mcs)
+	ch.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d groups left after Destroy", left)
+	}
+	calls := len(fb.callLog())
+	if err := m.Leave(); err != nil {
+		t.Errorf("Leave after Destroy: %v", err)
+	}
+	if n := len(fb.callLog()); n != calls {
+		t.Errorf("Leave after Destroy reached the backend: %v", fb.callLog()[calls:])
+	}
+}
