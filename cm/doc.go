@@ -141,7 +141,7 @@
 // QPInit.SRQ), rdma_create_ep and the rdma_verbs.h helpers, and attaching
 // a library QP to a joined multicast group (attach it with the verbs layer
 // using Multicast.AH). The user
-// backend also refuses UD IDs (the engine has SIDR, the backend does not
-// wire it), multicast, IPv6, AF_IB and InfiniBand-link ports, which need
-// an SA path query.
+// backend also refuses multicast, IPv6, AF_IB and InfiniBand-link ports,
+// which need an SA path query; its UD IDs are RDMA_PS_UDP's, over the
+// engine's SIDR.
 package cm
