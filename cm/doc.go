@@ -139,7 +139,7 @@
 // (RDMA_OPTION_IB_PATH), the IP-only QUERY_ROUTE command (QUERY ADDR and
 // PATH are used), XRC on library QPs (SRQs are there: ID.CreateSRQ and
 // QPInit.SRQ), rdma_create_ep and the rdma_verbs.h helpers. The user
-// backend also refuses UD IDs (the engine has SIDR, the backend does not
-// wire it), IPv6, AF_IB and InfiniBand-link ports, which need
-// an SA path query.
+// backend also refuses IPv6, AF_IB and InfiniBand-link ports, which need
+// an SA path query; its UD IDs are RDMA_PS_UDP's, over the engine's SIDR,
+// and its multicast joins are RoCE's (no SA).
 package cm

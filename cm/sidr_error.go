@@ -8,6 +8,11 @@ import (
 	"github.com/go-rdma/rdmacm/mad"
 )
 
+// UDPQKey is the Q_Key of every RDMA_PS_UDP ID (the rdma_cm's and
+// librdmacm's RDMA_UDP_QKEY): both sides' QPs use it, and the SIDR_REP
+// carries it.
+const UDPQKey = 0x01234567
+
 // SIDRError is a UD ID's SIDR_REP with a status other than SUCCESS: the
 // peer's CM answered, but not with a QP (the rdma_cm reports it as
 // UNREACHABLE with the status; IBTA vol. 1 table 120). Status 1,

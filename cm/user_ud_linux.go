@@ -20,11 +20,6 @@ import (
 // SIDR_REQ becomes CONNECT_REQUEST, answered by Accept or Reject with a
 // SIDR_REP (cma_send_sidr_rep).
 
-// UDPQKey is the Q_Key of every RDMA_PS_UDP ID (the rdma_cm's and
-// librdmacm's RDMA_UDP_QKEY): both sides' QPs use it, and the SIDR_REP
-// carries it.
-const UDPQKey = 0x01234567
-
 // udPortSpace reports whether the user backend serves UD IDs of ps: only
 // RDMA_PS_UDP (IPoIB's Q_Key comes from an IPoIB broadcast group, which
 // RoCE has not; AF_IB is not wired).
