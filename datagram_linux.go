@@ -643,6 +643,9 @@ func (ep *DatagramEndpoint) peerOf(grh []byte, wc uverbs.WC) (*Peer, error) {
 			idx = g.Index
 		}
 	}
+	if idx < 0 && dst.Addr().Unmap().IsMulticast() && ep.server != nil {
+		idx = int(ep.server.attr.GRH.SGIDIndex) // sent to the group JoinMulticast joined: reply from the join's GID
+	}
 	if idx < 0 {
 		return nil, fmt.Errorf("rdmacm: receive: sent to %v, no GID of port %d: %w", dst, ep.port, ErrNoRoute)
 	}
