@@ -126,11 +126,11 @@ qemu-user: deps
 # Real-kernel tests in QEMU soft-RoCE guests (see docs/testing.md). VMTEST=1
 # is set on these lines only: host-driven tests in internal/vmtest, then the
 # packages whose test binaries run inside guest a (go test -exec vmexec).
-VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/ ./internal/hwtest/ . ./examples/... ./rsocket/
+VMEXEC_PKGS ?= ./internal/vmtest/guest/ ./uverbs/ ./cmd/verbs-pingpong/ ./cm/ ./internal/hwtest/ . ./examples/... ./rsocket/ ./cmd/rdma-mckey/
 # Packages whose guest a boots without ib_cm, iw_cm, rdma_cm and rdma_ucm,
 # so that our CM engine owns the CM class over umad (the root package: the
 # endpoint layer on the engine).
-VMEXEC_NOCM_PKGS ?= ./internal/umad/ . ./rsocket/ ./examples/http/
+VMEXEC_NOCM_PKGS ?= ./internal/umad/ . ./rsocket/ ./examples/http/ ./cmd/rdma-mckey/
 vmtest: deps
 	$(GO) run ./internal/vmtest/cmd/vmtest prepare
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
@@ -142,7 +142,7 @@ vmtest: deps
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" ./...
-	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrAsked|TestGuestNoStarve|TestGuestConnectRefused' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
+	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrAsked|TestGuestNoStarve|TestGuestConnectRefused|TestGuestMulticastJoinLeave' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
 
 # The rsocket twin against rstream in both roles, many rounds (make vmtest
 # runs one): no client may hang where rstream's own pair completes.

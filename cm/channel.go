@@ -385,6 +385,7 @@ func (c *Channel) forget(id *ID) []*ID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.ids, id.uid)
+	c.forgetMulticastLocked(id)
 	var orphans []*ID
 	kept := c.async[:0]
 	for _, ev := range c.async {

@@ -138,10 +138,8 @@
 // family and rdma_getaddrinfo, setting an IB path record
 // (RDMA_OPTION_IB_PATH), the IP-only QUERY_ROUTE command (QUERY ADDR and
 // PATH are used), XRC on library QPs (SRQs are there: ID.CreateSRQ and
-// QPInit.SRQ), rdma_create_ep and the rdma_verbs.h helpers, and attaching
-// a library QP to a joined multicast group (attach it with the verbs layer
-// using Multicast.AH). The user
-// backend also refuses UD IDs (the engine has SIDR, the backend does not
-// wire it), multicast, AF_IB and InfiniBand-link ports, which need
-// an SA path query.
+// QPInit.SRQ), rdma_create_ep and the rdma_verbs.h helpers. The user
+// backend also refuses AF_IB and InfiniBand-link ports, which need an SA
+// path query; its UD IDs are RDMA_PS_UDP's, over the engine's SIDR, and
+// its multicast joins are RoCE's (no SA).
 package cm

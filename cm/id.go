@@ -602,6 +602,9 @@ func (id *ID) complete(ctx context.Context, op string, want ...EventType) (Event
 	if _, ok := err.(*RejectError); ok {
 		return ev.Type, err // it names the connect
 	}
+	if _, ok := err.(*SIDRError); ok {
+		return ev.Type, err // it names the resolve
+	}
 	if err == nil {
 		err = fmt.Errorf("unexpected %v", ev.Type)
 	}
@@ -698,7 +701,7 @@ func (id *ID) onEvent(ev *Event) bool {
 		id.libraryConnectResponse(ev)
 		return true
 	}
-	if ev.Type == EventRejected && id.st.role == RoleActive {
+	if (ev.Type == EventRejected || ev.Type == EventUnreachable && id.udp) && id.st.role == RoleActive {
 		ev.peer = id.dst
 	}
 	if id.qp != nil {

@@ -2,11 +2,14 @@ package cm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
 
+	"github.com/go-rdma/rdmacm/internal/unix"
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/uverbs"
 )
 
 // Multicast is a multicast group joined on a UD ID (rdma_join_multicast).
@@ -21,6 +24,9 @@ type Multicast struct {
 
 	mu sync.Mutex
 	ah qp.AH
+	// attached is the QP attached to the group at the join (a library
+	// QP, not for send-only joins), detached again by Leave.
+	attached *uverbs.QP
 	// Context is the application's value for the group.
 	Context any
 }
@@ -36,23 +42,55 @@ func (m *Multicast) AH() qp.AH {
 	return m.ah
 }
 
+// onEvent records the group's AH and, as librdmacm's ucma_process_join
+// does, attaches the ID's library QP unless the join is send-only; a
+// failed attach turns the event into EventMulticastError.
 func (m *Multicast) onEvent(ev *Event) {
-	if ev.Type == EventMulticastJoin {
-		m.mu.Lock()
-		m.ah = ev.UD.AH
-		m.mu.Unlock()
+	if ev.Type != EventMulticastJoin {
+		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ah = ev.UD.AH
+	if m.sendOnly || m.attached != nil {
+		return
+	}
+	m.id.mu.Lock()
+	var v *uverbs.QP
+	if m.id.qp != nil {
+		v = m.id.qp.Verbs
+	}
+	m.id.mu.Unlock()
+	if v == nil {
+		return
+	}
+	if err := v.AttachMcast(ev.UD.AH.GRH.DGID, ev.UD.AH.DLID); err != nil {
+		ev.Type = EventMulticastError
+		ev.Status = -int32(unix.EINVAL)
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			ev.Status = -int32(errno)
+		}
+		return
+	}
+	m.attached = v
 }
 
 // JoinMulticast joins the group addr on a UD ID whose address is resolved
 // or bound (rdma_join_multicast_ex). sendOnly joins as a send-only full
 // member. A synchronous ID waits for EventMulticastJoin.
 //
-// Not ported: attaching a library QP to the group (ibv_attach_mcast);
-// attach the QP with the verbs layer using the group's AH.
+// A library QP (CreateQP) is attached to the group when the join
+// completes, unless sendOnly, and detached by Leave (librdmacm does the
+// same); an external QP is attached with uverbs.QP.AttachMcast using the
+// group's AH. addr must be a multicast address (224.0.0.0/4 or ff00::/8):
+// any other is refused with ErrInvalidArgument before the backend sees it.
 func (id *ID) JoinMulticast(ctx context.Context, addr netip.Addr, sendOnly bool, context any) (*Multicast, error) {
 	if !id.udp {
 		return nil, fmt.Errorf("cm: join multicast group: %w: the ID is not UD", ErrInvalidState)
+	}
+	if !addr.IsMulticast() {
+		return nil, fmt.Errorf("cm: join multicast group %v: not a multicast address: %w", addr, ErrInvalidArgument)
 	}
 	m := &Multicast{id: id, addr: addr, sendOnly: sendOnly, Context: context}
 	c := id.ch
@@ -99,6 +137,28 @@ func (m *Multicast) Leave() error {
 	if !ok {
 		return nil
 	}
+	m.mu.Lock()
+	v := m.attached
+	m.attached = nil
+	m.mu.Unlock()
+	var derr error
+	if v != nil {
+		// The QP may be gone already (destroying it detached it).
+		if err := v.DetachMcast(m.ah.GRH.DGID, m.ah.DLID); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrInvalidArgument) {
+			derr = err
+		}
+	}
 	_, err := c.b.leave(m.handle)
-	return errnoError("LeaveMulticast", err)
+	return errors.Join(derr, errnoError("LeaveMulticast", err))
+}
+
+// forgetMulticastLocked drops the groups of a destroyed ID: destroying an
+// rdma_cm ID leaves its groups (cma_leave_mc_groups; the user backend's
+// destroyID does the same), so no Leave will come for them. c.mu is held.
+func (c *Channel) forgetMulticastLocked(id *ID) {
+	for uid, m := range c.mcs {
+		if m.id == id {
+			delete(c.mcs, uid)
+		}
+	}
 }

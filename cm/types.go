@@ -198,6 +198,9 @@ func (e *Event) Err() error {
 	if _, ok := err.(*RejectError); ok || err == nil {
 		return err
 	}
+	if _, ok := err.(*SIDRError); ok {
+		return err
+	}
 	// Not errfmt.Wrap: the status names its sentinel itself (ENODEV in
 	// ADDR_ERROR is ErrNoRoute, not ErrNoDevice), and it has no prefix.
 	return fmt.Errorf("cm: %v: %w", e.Type, err)
@@ -214,6 +217,10 @@ func (e *Event) err() error {
 		}
 		return &RejectError{Reason: mad.RejectReason(e.Status), PrivateData: append([]byte(nil), pd...), Addr: e.peer}
 	case EventUnreachable:
+		if e.Status > 0 && e.ID != nil && e.ID.udp {
+			// A SIDR_REP's status, not an errno (cma_sidr_rep_handler).
+			return &SIDRError{Status: mad.SIDRStatus(e.Status), PrivateData: append([]byte(nil), e.UD.PrivateData...), Addr: e.peer}
+		}
 		return e.wrap(ErrTimeout)
 	case EventConnectError:
 		return e.wrap(ErrConnect)

@@ -61,6 +61,10 @@ func (u *user) onEngineEvent(p *userPort, ev *engine.Event) {
 		u.requestLocked(p, ev)
 		return
 	}
+	if ev.Type == engine.EventSIDRRequest {
+		u.sidrRequestLocked(p, ev)
+		return
+	}
 	h, ok := p.byEngine[ev.ID]
 	x := u.ids[h]
 	if !ok || x == nil || x.uid == 0 {
@@ -88,7 +92,9 @@ func (u *user) onEngineEvent(p *userPort, ev *engine.Event) {
 	case engine.EventTimewaitExit:
 		r.typ = EventTimewaitExit
 	default:
-		return // SIDR: no UD IDs on this backend
+		if !sidrEventLocked(x, ev, &r) {
+			return
+		}
 	}
 	u.queueLocked(r)
 }

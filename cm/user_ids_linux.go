@@ -62,7 +62,7 @@ func (u *user) get(h uint32) (*userID, error) {
 }
 
 func (u *user) createID(uid uint64, ps rdma.PortSpace, t qp.QPType) (uint32, error) {
-	if t == qp.UD || ps == rdma.PortSpaceIB {
+	if t == qp.UD && !udPortSpace(ps) || ps == rdma.PortSpaceIB {
 		return 0, unix.EOPNOTSUPP
 	}
 	u.mu.Lock()
@@ -92,6 +92,7 @@ func (u *user) destroyID(h uint32) (uint32, error) {
 	}
 	delete(u.ids, h)
 	u.unbindLocked(h, x)
+	u.leaveAllLocked(h)
 	listens, conn, hasConn, p := x.listens, x.eid, x.hasConn, x.port
 	for _, l := range listens {
 		delete(l.p.byEngine, l.eid)

@@ -29,9 +29,10 @@ import (
 // header (in the engine), and the mapping of ib_cm events to rdma_cm
 // events (cma_ib_handler, cma_ib_req_handler).
 //
-// Not supported (EOPNOTSUPP): UD IDs (SIDR; the engine has SIDR, the
-// backend does not wire it yet), multicast, AF_IB addresses and
-// InfiniBand (non-RoCE) ports, which need an SA path query.
+// UD IDs of RDMA_PS_UDP run over the engine's SIDR (user_ud_linux.go).
+// Not supported (EOPNOTSUPP): AF_IB addresses and InfiniBand (non-RoCE)
+// ports, which need an SA path query. Multicast joins RoCE groups without
+// the SA (user_mcast_linux.go).
 //
 // Its parts: the ports, their transports and engine runners
 // (user_port_linux.go), the ID table and port binding (user_ids_linux.go),
@@ -53,6 +54,7 @@ type user struct {
 	tracer   *tracer
 	// maxHalfOpen is Options.MaxHalfOpen, for each port's engine.
 	maxHalfOpen int
+	mcasts      map[uint32]*userMcast // joined groups (user_mcast_linux.go)
 }
 
 // openUser opens every RoCE port's umad device and registers the CM class
@@ -120,6 +122,7 @@ func (u *user) close() error {
 	}
 	u.isClosed = true
 	close(u.done)
+	u.leaveAllLocked(0)
 	u.mu.Unlock()
 	err := u.closePorts()
 	u.cancel()
@@ -196,6 +199,9 @@ func (u *user) connect(h uint32, p *ConnParam, e ece.ECE) error {
 		u.mu.Unlock()
 		return unix.EINVAL
 	}
+	if x.qpType == qp.UD {
+		return u.connectUD(h, x, p) // unlocks
+	}
 	port := x.port
 	cp := engine.ConnectParams{Context: uint64(h), PortSpace: x.ps, Src: x.src, Dst: x.dst,
 		Path: x.path, QPType: x.qpType}
@@ -250,6 +256,12 @@ func (u *user) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
 	if err != nil {
 		return err
 	}
+	if x.qpType == qp.UD {
+		if p == nil {
+			return unix.EINVAL // SIDR has no RTU
+		}
+		return u.acceptUD(port, eid, x, uid, p)
+	}
 	if p == nil { // the active side's RTU (rdma_establish, cma_rep_recv)
 		return port.d.Do(func(eng *engine.Engine, now time.Time) error { return eng.Establish(now, eid, nil) })
 	}
@@ -264,9 +276,12 @@ func (u *user) accept(h uint32, uid uint64, p *ConnParam, e ece.ECE) error {
 }
 
 func (u *user) reject(h uint32, pd []byte, reason uint8) error {
-	port, eid, _, err := u.conn(h)
+	port, eid, x, err := u.conn(h)
 	if err != nil {
 		return err
+	}
+	if x.qpType == qp.UD {
+		return rejectUD(port, eid, pd)
 	}
 	return port.d.Do(func(eng *engine.Engine, now time.Time) error {
 		return eng.Reject(now, eid, mad.RejectReason(reason), nil, pd)
@@ -300,6 +315,9 @@ func (u *user) initQPAttr(h uint32, s qp.State) (qp.Attr, qp.Mask, error) {
 	u.mu.Unlock()
 	if port == nil {
 		return qp.Attr{}, 0, unix.EINVAL
+	}
+	if t == qp.UD {
+		return initQPAttrUD(params.Port, s)
 	}
 	var a qp.Attr
 	var m qp.Mask
@@ -391,9 +409,6 @@ func notifyEngine(eng *engine.Engine, now time.Time, id engine.ID, event uverbs.
 	return fmt.Errorf("event %d: rdma_notify takes only COMM_EST (%d) and PATH_MIG (%d): %w",
 		uint32(event), uint32(uverbs.EventCommEst), uint32(uverbs.EventPathMig), unix.EINVAL)
 }
-
-func (u *user) join(uint32, uint64, netip.Addr, bool) (uint32, error) { return 0, unix.EOPNOTSUPP }
-func (u *user) leave(uint32) (uint32, error)                          { return 0, unix.EOPNOTSUPP }
 
 // haveUserBackend: openAuto may try the user backend.
 const haveUserBackend = true

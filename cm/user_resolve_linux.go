@@ -55,6 +55,11 @@ func (u *user) resolveAddr(h uint32, src, dst netip.AddrPort, _ time.Duration) e
 	}
 	// The route lookup may block briefly; do it outside the lock.
 	routeSrc, routeErr := sourceFor(dstA)
+	if dstA.IsMulticast() && src.IsValid() && !src.Addr().IsUnspecified() {
+		// A group is reached from the bound address's device
+		// (ip_route_output_key for a multicast destination with a source).
+		routeSrc, routeErr = src.Addr().Unmap(), nil
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	x, err := u.get(h)

@@ -54,6 +54,8 @@ type QP struct {
 
 	slot int // index in the context's qps (under its mu)
 
+	mcasts []mcastGroup // groups attached (mcast.go), under mu
+
 	ops  qpOps
 	drv  any // provider state (mlx5 ECE)
 	once sync.Once
@@ -219,7 +221,10 @@ func (x *Context) destroyQP(q *QP) error {
 func (q *QP) Close() error {
 	q.once.Do(func() {
 		x := q.pd.ctx
-		err := x.destroyQP(q)
+		err := q.detachAll() // the kernel refuses to destroy an attached QP (EBUSY)
+		if err == nil {
+			err = x.destroyQP(q)
+		}
 		if err == nil && q.ops != nil {
 			err = q.ops.close()
 		}
