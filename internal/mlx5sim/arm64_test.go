@@ -148,10 +148,16 @@ func runCArm64(t *testing.T, e *arm64Env, file, prof string) []string {
 // runGoArm64 runs one scenario through our provider in the arm64 test
 // binary under qemu-aarch64 (TestGoScenarioChild) and returns its trace.
 func runGoArm64(e *arm64Env, file, prof string) ([]string, error) {
+	return runGoArm64Bin(e, e.gotest, nil, file, prof)
+}
+
+// runGoArm64Bin is runGoArm64 with another arm64 test binary of this
+// package (a mutant) and extra environment.
+func runGoArm64Bin(e *arm64Env, bin string, env []string, file, prof string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.qemu, e.gotest, "-test.run=^TestGoScenarioChild$")
-	cmd.Env = append(withoutQemuVars(os.Environ()), "MLX5SIM_CHILD_SCN="+file, "MLX5SIM_CHILD_PROFILE="+prof)
+	cmd := exec.CommandContext(ctx, e.qemu, bin, "-test.run=^TestGoScenarioChild$")
+	cmd.Env = append(append(withoutQemuVars(os.Environ()), "MLX5SIM_CHILD_SCN="+file, "MLX5SIM_CHILD_PROFILE="+prof), env...)
 	out, err := cmd.CombinedOutput()
 	var tr []string
 	var runErr error
@@ -208,7 +214,9 @@ func diffArm64(t *testing.T, e *arm64Env, file, prof string) {
 }
 
 // TestDifferentialArm64 is TestDifferential for arm64: every scenario
-// under every profile, and the opcode scenario on every device id.
+// under every profile, and the opcode scenario on every device id; then
+// the mutation check of TestMutantsCaught on arm64, so that a comparison
+// that cannot fail there does not pass for one.
 func TestDifferentialArm64(t *testing.T) {
 	e := arm64Side(t)
 	t.Logf("arm64 sysroot %s: %s", e.sys.Dir, strings.Join(e.sys.Debs, " "))
@@ -232,5 +240,49 @@ func TestDifferentialArm64(t *testing.T) {
 			t.Parallel()
 			diffArm64(t, e, "testdata/send_opcodes.scn", "uar=static ece=1 iface=ioctl devid="+id)
 		})
+	}
+	t.Run("mutants", func(t *testing.T) {
+		t.Parallel()
+		testMutantsArm64(t, e)
+	})
+}
+
+// testMutantsArm64 builds this package's arm64 tests with -tags
+// mlx5mutant and checks that the mutant binary without a defect equals
+// libmlx5's arm64 trace and that a changed ctrl-segment byte differs,
+// where TestMutantsCaught says it does.
+func testMutantsArm64(t *testing.T, e *arm64Env) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the mutation check needs the go command to build the mutant: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "mutant.arm64.test")
+	build := exec.Command(gobin, "test", "-c", "-tags", "mlx5mutant", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOARCH=arm64", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the arm64 mutant: %v\n%s", err, out)
+	}
+	const file, prof = "testdata/send_opcodes.scn", "uar=static ece=1 iface=ioctl"
+	c := mlx5sim.DropFences(runCArm64(t, e, file, prof))
+	for _, m := range []struct{ mutant, want string }{
+		{"", ""},
+		{"segbyte", "qp0.buf"},
+	} {
+		g, err := runGoArm64Bin(e, bin, []string{"MLX5_MUTANT=" + m.mutant}, file, prof)
+		if err != nil {
+			t.Fatalf("arm64 mutant %q: %v", m.mutant, err)
+		}
+		err = mlx5sim.Compare(c, mlx5sim.DropFences(g))
+		switch {
+		case m.mutant == "" && err != nil:
+			t.Fatalf("the arm64 mutant binary without a defect differs from libmlx5:\n%v", err)
+		case m.mutant != "" && err == nil:
+			t.Fatalf("arm64 mutant %q was not caught: the traces compare equal", m.mutant)
+		case m.mutant != "" && !strings.Contains(err.Error(), m.want):
+			t.Fatalf("arm64 mutant %q caught, but the report does not show %q:\n%v", m.mutant, m.want, err)
+		}
+		if err != nil {
+			t.Logf("arm64 mutant %q caught:\n%s", m.mutant, firstLines(err.Error(), 8))
+		}
 	}
 }
