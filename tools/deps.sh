@@ -7,6 +7,9 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have gcc || need+=(gcc libc6-dev)
 have tshark || need+=(tshark)
 have qemu-s390x-static || need+=(qemu-user-static)
+# The dynamic qemu-user (qemu-x86_64, qemu-aarch64): the static build loads
+# no TCG plugins, and the mlx5 fence comparison runs under one.
+have qemu-x86_64 || need+=(qemu-user)
 have qemu-system-x86_64 || need+=(qemu-system-x86)
 [ -x /bin/busybox ] || need+=(busybox-static)
 have tcpdump || need+=(tcpdump)

@@ -10,12 +10,13 @@ package barrier
 // against DMA.
 //
 // Each exported barrier is a direct call of one assembly function (the
-// Go wrapper inlines), which looks at the test hook itself (one load and
-// a branch when none is installed) and, with a hook installed, jumps to
-// hooked* below: the hook first, then the same fence. A call to an
-// assembly function is opaque to the compiler, which therefore keeps
-// every load and store on its side of it (asm volatile "memory"). The
-// instruction names the hook receives are in barrier_$GOARCH.go.
+// Go wrapper inlines) that is the fence and nothing else: the tests
+// observe the executed instructions themselves (internal/mlx5sim runs
+// the provider under qemu-user with a TCG plugin that reports every
+// barrier instruction), so the code they trace is the code that runs. A
+// call to an assembly function is opaque to the compiler, which
+// therefore keeps every load and store on its side of it (asm volatile
+// "memory").
 
 // UDMAToDevice is udma_to_device_barrier(): stores to memory the
 // device DMA-reads (WQEs) are visible before a later doorbell store.
@@ -35,7 +36,7 @@ func UDMAFromDevice() { udmaFromDeviceBarrier() }
 // FENCE OW,OW.
 func MMIOFlushWrites() { mmioFlushWrites() }
 
-// The assembly (barrier_$GOARCH.s): the hook check, then the fence.
+// The assembly (barrier_$GOARCH.s).
 
 //go:noescape
 func udmaToDeviceBarrier()
@@ -45,35 +46,3 @@ func udmaFromDeviceBarrier()
 
 //go:noescape
 func mmioFlushWrites()
-
-// The fences alone, for hooked*.
-
-//go:noescape
-func toDeviceFence()
-
-//go:noescape
-func fromDeviceFence()
-
-//go:noescape
-func flushFence()
-
-// hooked* are where the assembly jumps with a hook installed (a tail
-// call: they return to the barrier's caller): the hook, then the fence.
-
-//lint:ignore U1000 jumped to from barrier_$GOARCH.s (not on amd64: no instruction there)
-func hookedToDevice() {
-	callBarrierHook(instrToDevice)
-	toDeviceFence()
-}
-
-//lint:ignore U1000 jumped to from barrier_$GOARCH.s
-func hookedFromDevice() {
-	callBarrierHook(instrFromDevice)
-	fromDeviceFence()
-}
-
-//lint:ignore U1000 jumped to from barrier_$GOARCH.s
-func hookedFlush() {
-	callBarrierHook(instrFlush)
-	flushFence()
-}

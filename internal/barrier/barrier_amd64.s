@@ -1,44 +1,20 @@
 #include "textflag.h"
-#include "funcdata.h"
 
-// util/udma_barrier.h, __x86_64__. Each barrier first loads the test
-// hook (barrierHook: an aligned 8-byte load, which is what
-// atomic.Pointer.Load compiles to on amd64) and, when one is installed,
-// tail-calls hooked* (barrier.go), which reports the fence and then
-// executes it.
+// util/udma_barrier.h, __x86_64__.
 
 // udma_to_device_barrier: asm volatile("" ::: "memory"); the call itself
 // is the compiler barrier (x86 keeps stores to WB memory in order). No
-// instruction, so no hook call.
+// instruction.
 TEXT ·udmaToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
 	RET
 
 // udma_from_device_barrier: lfence.
 TEXT ·udmaFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
-	CMPQ	·barrierHook(SB), $0
-	JNE	hooked
 	LFENCE
 	RET
-hooked:
-	JMP	·hookedFromDevice(SB)
 
 // mmio_flush_writes / mmio_wc_start: sfence.
 TEXT ·mmioFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
-	CMPQ	·barrierHook(SB), $0
-	JNE	hooked
-	SFENCE
-	RET
-hooked:
-	JMP	·hookedFlush(SB)
-
-TEXT ·toDeviceFence(SB),NOSPLIT|NOFRAME,$0-0
-	RET
-
-TEXT ·fromDeviceFence(SB),NOSPLIT|NOFRAME,$0-0
-	LFENCE
-	RET
-
-TEXT ·flushFence(SB),NOSPLIT|NOFRAME,$0-0
 	SFENCE
 	RET
 
@@ -62,23 +38,15 @@ TEXT ·flushFence(SB),NOSPLIT|NOFRAME,$0-0
 // store, sfence (mmio_wc_start), n1 bytes from src1 then n2 from src2
 // to dst in 8-byte stores, eight per 64 bytes (mmio_memcpy_x64's x86-64
 // loop; n1 is 8, mmio_write64_be, with n2 = 0, or a multiple of 64 and
-// n2 one too, possibly 0), sfence (mmio_flush_writes). Before each
-// sfence, a hook installed is called (hookFlush), so the hook sees every
-// fence at its place in this one sequence. The arguments are reloaded
-// after each possible call. Last, with release not nil, a store of 0
-// there: under x86-TSO a plain store is a release store (the caller's
-// SpinLock unlocked, DoorbellWCUnlock).
-TEXT ·doorbellWC(SB),NOSPLIT,$8-64
-	NO_LOCAL_POINTERS
+// n2 one too, possibly 0), sfence (mmio_flush_writes). Last, with
+// release not nil, a store of 0 there: under x86-TSO a plain store is a
+// release store (the caller's SpinLock unlocked, DoorbellWCUnlock).
+TEXT ·doorbellWC(SB),NOSPLIT|NOFRAME,$0-64
 	// udma_to_device_barrier: this call.
 	MOVQ	rec+0(FP), AX
 	MOVL	val+8(FP), BX
 	MOVL	BX, (AX)
 	// mmio_wc_start.
-	CMPQ	·barrierHook(SB), $0
-	JEQ	start
-	CALL	·hookFlush(SB)
-start:
 	SFENCE
 	MOVQ	dst+16(FP), DI
 	MOVQ	src1+24(FP), SI
@@ -103,10 +71,6 @@ copy2:
 	JNE	copy2
 flush:
 	// mmio_flush_writes.
-	CMPQ	·barrierHook(SB), $0
-	JEQ	fence
-	CALL	·hookFlush(SB)
-fence:
 	SFENCE
 	MOVQ	release+56(FP), AX
 	TESTQ	AX, AX

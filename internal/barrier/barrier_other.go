@@ -2,10 +2,7 @@
 
 package barrier
 
-import (
-	"runtime"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // Fallback for the architectures without a barrier_$GOARCH.s (386, s390x,
 // loong64, mips*, wasm...): a sequentially consistent atomic
@@ -19,47 +16,15 @@ import (
 // path is only claimed on amd64, arm64, ppc64le and riscv64.
 //
 // The atomic add is a compiler intrinsic; the compiler does not move
-// loads and stores across it either. Each function first reports to the
-// test hook (SetHook) the instruction the add compiles to.
+// loads and stores across it either.
 
 var barrierWord atomic.Uint32
 
-// fallbackInstr names the instruction sync/atomic's Add compiles to on
-// this GOARCH (a constant switch: folded by the compiler).
-func fallbackInstr() string {
-	switch runtime.GOARCH {
-	case "386":
-		return "lock xadd"
-	case "s390x":
-		return "laa"
-	case "loong64":
-		return "amadd_db.w"
-	case "mips", "mipsle", "mips64", "mips64le":
-		return "sync"
-	}
-	return "atomic add"
-}
-
 // UDMAToDevice is udma_to_device_barrier() (see barrier.go).
-func UDMAToDevice() {
-	if barrierHook.Load() != nil {
-		callBarrierHook(fallbackInstr())
-	}
-	barrierWord.Add(1)
-}
+func UDMAToDevice() { barrierWord.Add(1) }
 
 // UDMAFromDevice is udma_from_device_barrier() (see barrier.go).
-func UDMAFromDevice() {
-	if barrierHook.Load() != nil {
-		callBarrierHook(fallbackInstr())
-	}
-	barrierWord.Add(1)
-}
+func UDMAFromDevice() { barrierWord.Add(1) }
 
 // MMIOFlushWrites is mmio_flush_writes() (see barrier.go).
-func MMIOFlushWrites() {
-	if barrierHook.Load() != nil {
-		callBarrierHook(fallbackInstr())
-	}
-	barrierWord.Add(1)
-}
+func MMIOFlushWrites() { barrierWord.Add(1) }

@@ -2,47 +2,20 @@
 
 // util/udma_barrier.h, __riscv. The Go assembler's FENCE is fence rw,rw;
 // the narrower fences are encoded by hand (fm=0, pred, succ, opcode 0x0f;
-// I=8 O=4 R=2 W=1). Each barrier first loads the test hook (barrierHook;
-// a hook is installed before the barriers it observes run, by the same
-// goroutine) and, when one is installed, tail-calls hooked*
-// (barrier.go), which reports the fence and then executes it.
+// I=8 O=4 R=2 W=1).
 
 // udma_to_device_barrier: fence ow,ow.
 TEXT ·udmaToDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
-	MOV	·barrierHook(SB), X5
-	BNEZ	X5, hooked
 	WORD	$0x0550000f
 	RET
-hooked:
-	JMP	·hookedToDevice(SB)
 
 // udma_from_device_barrier: fence ir,ir.
 TEXT ·udmaFromDeviceBarrier(SB),NOSPLIT|NOFRAME,$0-0
-	MOV	·barrierHook(SB), X5
-	BNEZ	X5, hooked
 	WORD	$0x0aa0000f
 	RET
-hooked:
-	JMP	·hookedFromDevice(SB)
 
 // mmio_flush_writes / mmio_wc_start: fence ow,ow.
 TEXT ·mmioFlushWrites(SB),NOSPLIT|NOFRAME,$0-0
-	MOV	·barrierHook(SB), X5
-	BNEZ	X5, hooked
-	WORD	$0x0550000f
-	RET
-hooked:
-	JMP	·hookedFlush(SB)
-
-TEXT ·toDeviceFence(SB),NOSPLIT|NOFRAME,$0-0
-	WORD	$0x0550000f
-	RET
-
-TEXT ·fromDeviceFence(SB),NOSPLIT|NOFRAME,$0-0
-	WORD	$0x0aa0000f
-	RET
-
-TEXT ·flushFence(SB),NOSPLIT|NOFRAME,$0-0
 	WORD	$0x0550000f
 	RET
 

@@ -2,8 +2,9 @@
 // verbs data paths: one function per rdma-core util/udma_barrier.h macro
 // (UDMAToDevice, UDMAFromDevice, MMIOFlushWrites), the mlx5 doorbell and
 // BlueFlame sequence (DoorbellWC, DoorbellWCUnlock), the send queue's
-// spin lock (SpinLock) and its release store (StoreRelease32), and the
-// test hook that reports each fence (SetHook).
+// spin lock (SpinLock) and its release store (StoreRelease32). No test
+// hook: internal/mlx5sim observes the barrier instructions these execute
+// (a QEMU plugin), so what is traced is what runs.
 //
 // They are Go assembly per architecture (barrier_$GOARCH.s) because Go
 // has no fence that orders CPU stores against a device's DMA reads or

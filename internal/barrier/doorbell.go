@@ -18,8 +18,8 @@ import "unsafe"
 // bytes. dst and the sources are 8-byte aligned; n1 is 8 and n2 0, or
 // n1 is a positive multiple of 64 and n2 a multiple of 64. On amd64 it is one assembly function (a Go call keeps no value
 // in a register across a call, so one call instead of three saves the
-// spills around each), which reports each fence to the test hook at its
-// place; elsewhere it is the same sequence of barrier calls.
+// spills around each); elsewhere it is the same sequence of barrier
+// calls.
 func DoorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, src2 unsafe.Pointer, n2 uintptr) {
 	doorbellWC(rec, val, dst, src1, n1, src2, n2, nil)
 }

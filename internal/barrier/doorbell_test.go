@@ -2,18 +2,17 @@ package barrier
 
 import (
 	"bytes"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"unsafe"
 )
 
-// TestDoorbellWC checks post_send_db's order through the hook: the
-// doorbell record is stored before the first mmio fence and nothing is
-// copied yet; the copy (both parts of a source that wraps) is complete
-// before the last fence; the fences are those of udma_to_device_barrier,
-// mmio_wc_start and mmio_flush_writes on this GOARCH.
+// TestDoorbellWC checks post_send_db's stores: the doorbell record, and
+// the copy of both parts of a source that wraps, nothing past it. Where
+// the fences fall among them is checked on the executed instructions,
+// against libmlx5's (internal/mlx5sim TestFences), and which fences the
+// assembly holds by TestBarrierInstructions.
 func TestDoorbellWC(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -28,39 +27,15 @@ func TestDoorbellWC(t *testing.T) {
 			dst := make([]uint64, 64)
 			dstB := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 512)
 			var rec uint32
-			w := wantBarrierInstrs() // to device, from device, flush
-			var wantSeen []string
-			if w[0] != "" {
-				wantSeen = append(wantSeen, w[0])
-			}
-			wantSeen = append(wantSeen, w[2], w[2])
-			firstMMIO, last := len(wantSeen)-2, len(wantSeen)-1
-			var seen []string
-			var recAtFirst uint32
-			var copiedAtFirst, copiedAtLast bool
 			want := append(append([]byte(nil), srcB[256:256+c.n1]...), srcB[:c.n2]...)
 			n := c.n1 + c.n2
-			restore := SetHook(func(instr string) {
-				switch len(seen) {
-				case firstMMIO:
-					recAtFirst = rec
-					copiedAtFirst = !bytes.Equal(dstB[:n], make([]byte, n))
-				case last:
-					copiedAtLast = bytes.Equal(dstB[:n], want)
-				}
-				seen = append(seen, instr)
-			})
 			DoorbellWC(&rec, 0x12345678, unsafe.Pointer(&dst[0]), unsafe.Pointer(&srcB[256]), uintptr(c.n1),
 				unsafe.Pointer(&srcB[0]), uintptr(c.n2))
-			restore()
-			if rec != 0x12345678 || recAtFirst != 0x12345678 {
-				t.Errorf("record %#x, at the first mmio fence %#x; want 0x12345678 both", rec, recAtFirst)
+			if rec != 0x12345678 {
+				t.Errorf("record %#x, want 0x12345678", rec)
 			}
-			if copiedAtFirst || !copiedAtLast || !bytes.Equal(dstB[:n], want) || !bytes.Equal(dstB[n:], make([]byte, 512-n)) {
-				t.Errorf("copy: begun before the first mmio fence %v, complete at the last %v; dst %x", copiedAtFirst, copiedAtLast, dstB[:n])
-			}
-			if !slices.Equal(seen, wantSeen) {
-				t.Errorf("fences %q, want %q", seen, wantSeen)
+			if !bytes.Equal(dstB[:n], want) || !bytes.Equal(dstB[n:], make([]byte, 512-n)) {
+				t.Errorf("copy: dst %x, want %x then zeros", dstB[:n], want)
 			}
 		})
 	}

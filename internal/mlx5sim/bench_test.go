@@ -17,7 +17,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/go-rdma/rdmacm/internal/barrier"
 	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/mlx5sim"
 	"github.com/go-rdma/rdmacm/qp"
@@ -273,11 +272,6 @@ func newGoRig(b *testing.B) *goRig {
 		batch[i] = uverbs.SendWR{ID: uint64(i), Opcode: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: sge}
 	}
 	g.wrs["batch16"] = batch
-	// The timed loop runs with no barrier hook: Install's records every
-	// fence in the trace, which is for the differential test only.
-	undoSeam := g.restore
-	unhook := barrier.SetHook(nil)
-	g.restore = func() { unhook(); undoSeam() }
 	return g
 }
 

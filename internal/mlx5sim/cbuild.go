@@ -184,3 +184,69 @@ func ScenarioCmd(scenarioBin, shim, sysfsDir, file string) *exec.Cmd {
 	cmd.Env = scenarioEnv(os.Environ(), shim, sysfsDir)
 	return cmd
 }
+
+// FencePluginName is the file BuildFencePlugin writes.
+const FencePluginName = "libmlx5sim_fenceplugin.so"
+
+// BuildFencePlugin compiles c/fenceplugin.c, the QEMU TCG plugin that
+// reports barrier instructions (README, "Fences"), into outDir and
+// returns its path.
+func BuildFencePlugin(outDir string) (string, error) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		return "", missing("gcc not found (install Debian package gcc): %v", err)
+	}
+	src, err := cDir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(outDir, FencePluginName)
+	args := []string{"-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I", src,
+		"-shared", "-fPIC", "-fvisibility=hidden", "-o", out, filepath.Join(src, "fenceplugin.c"), "-lpthread"}
+	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("mlx5sim: compiling fenceplugin.c: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// QemuUser returns the qemu-user emulator for goarch ("amd64", "arm64"):
+// Debian's dynamic qemu-x86_64 or qemu-aarch64 (package qemu-user; the
+// static build of qemu-user-static loads no plugins).
+func QemuUser(goarch string) (string, error) {
+	name := map[string]string{"amd64": "qemu-x86_64", "arm64": "qemu-aarch64"}[goarch]
+	if name == "" {
+		return "", fmt.Errorf("mlx5sim: no fence tracing for GOARCH %s", goarch)
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", missing("%s not found (install Debian package qemu-user): %v", name, err)
+	}
+	return p, nil
+}
+
+// FencedCmd returns cmd run under the qemu-user emulator qemu with the
+// fence plugin: the same program, arguments, environment and output.
+// LD_PRELOAD is passed to the guest only (-E), not to the emulator
+// itself; extra goes before the program (e.g. -L for a foreign guest's
+// libraries).
+func FencedCmd(qemu, plugin string, extra []string, cmd *exec.Cmd) *exec.Cmd {
+	args := []string{"-plugin", plugin}
+	var env []string
+	for _, kv := range cmd.Env {
+		if strings.HasPrefix(kv, "LD_PRELOAD=") {
+			args = append(args, "-E", kv)
+			continue
+		}
+		env = append(env, kv)
+	}
+	args = append(append(args, extra...), cmd.Path)
+	c := exec.Command(qemu, append(args, cmd.Args[1:]...)...)
+	c.Env, c.Stdout, c.Stderr, c.Dir = env, cmd.Stdout, cmd.Stderr, cmd.Dir
+	if cmd.Env == nil {
+		c.Env = nil
+	}
+	return c
+}

@@ -20,7 +20,7 @@ import (
 //	bind q1=qp0                                                 scenario name of a trace object
 //	exec cqe c1 op=req qp=q1 counter=0                          a device-side line, then what it wrote
 //	rec wc wr_id=1 status=0 ...                                 a line recorded by an interpreter
-//	fence sfence                                                a fence instruction about to execute,
+//	fence sfence                                                a barrier instruction about to execute,
 //	  qp0.db+0x0000: 0000000000000001                          then the doorbell records and UAR pages
 //	                                                            that changed since the last fence or snap
 //
@@ -45,10 +45,9 @@ func Normalize(trace []string, keepIface bool) []string {
 }
 
 // DropFences returns trace without its fence events (a "fence" line and
-// the indented lines after it). The C side records fences on x86-64 only
-// (the shim single-steps libmlx5 there); on other architectures the
-// differential test compares the traces without them, which changes
-// nothing else: snapshots do not depend on fences.
+// the indented lines after it), which changes nothing else: snapshots do
+// not depend on fences. Fences are recorded only under qemu-user with
+// c/fenceplugin.c.
 func DropFences(trace []string) []string {
 	var out []string
 	in := false

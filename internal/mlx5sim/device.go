@@ -22,6 +22,10 @@ type Device struct {
 
 	trace []string
 
+	// Fences reported by c/fenceplugin.c (fence.go).
+	fenceFilter FenceFilter
+	fenceLog    []string
+
 	ctxs map[int]*uctx // by uverbs fd
 
 	// Deterministic firmware numbering, shared by all contexts.
@@ -334,9 +338,9 @@ func (d *Device) emitChanged(r *region, base, cur []byte) bool {
 	return changed
 }
 
-// Fence records that the program is about to execute the fence
-// instruction instr ("sfence", "lfence", "mfence"; from the shim's
-// single-stepping of libmlx5, or barrier.SetHook in-process): a
+// Fence records that the program is about to execute the barrier
+// instruction instr ("sfence", "lfence", "mfence", "dsb st", ...; from
+// c/fenceplugin.c, see ServeFence): a
 // "fence INSTR" line, then one line per 64-byte chunk of a doorbell
 // record or UAR/BlueFlame page that changed since the previous fence or
 // snapshot (the format of Snapshot, without the hash line). Stores are

@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"github.com/go-rdma/rdmacm/internal/barrier"
 	"github.com/go-rdma/rdmacm/internal/kcall"
 	"golang.org/x/sys/unix"
 )
@@ -40,20 +39,15 @@ func IsUverbsFD(fd int) bool {
 // through to the kernel. New fds it hands out (async event file,
 // completion channels) are eventfds. User memory is accessed with
 // SelfMem, so a stale address is an EFAULT in the trace, not a crash.
-//
-// It also installs barrier.SetHook: every barrier the Go provider
-// executes, in any verb, becomes a Device.Fence line (the C side records
-// fences only in the verbs it single-steps, README section 4, so a
-// barrier elsewhere shows up as a difference).
+// Fences are not recorded in-process: they are observed as executed
+// instructions under qemu-user (Remote, c/fenceplugin.c).
 func (d *Device) Install() (restore func()) {
 	s := &seam{d: d, mem: SelfMem(), maps: map[uintptr]int{}}
 	d.mu.Lock()
 	d.newFD = func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) }
 	d.mu.Unlock()
 	undo := kcall.SetTestDevice(s)
-	undoHook := barrier.SetHook(func(instr string) { d.Fence(s.mem, instr) })
 	return func() {
-		undoHook()
 		undo()
 		d.mu.Lock()
 		d.newFD = nil

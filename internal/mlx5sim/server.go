@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,10 +49,12 @@ type simReq struct {
 
 // RunChild runs cmd (the C scenario program, with LD_PRELOAD and
 // SYSFS_PATH already in cmd.Env; nil Env means this process's
-// environment) against d: it listens on a unix socket in a temporary
-// directory, passes its path in MLX5SIM_SOCK, starts the child, accepts
-// one connection and serves it until EOF. It returns the child's exit
-// error, or the first protocol error.
+// environment; or a Go child with a Remote; either possibly under
+// qemu-user with c/fenceplugin.c) against d: it listens on a unix socket
+// in a temporary directory, passes its path in MLX5SIM_SOCK, starts the
+// child and serves every connection the child makes (the shim's or
+// Remote's, and the fence plugin's) until EOF. It returns the child's
+// exit error, or the first protocol error.
 func RunChild(ctx context.Context, cmd *exec.Cmd, d *Device) error {
 	dir, err := os.MkdirTemp("", "mlx5sim")
 	if err != nil {
@@ -73,38 +76,71 @@ func RunChild(ctx context.Context, cmd *exec.Cmd, d *Device) error {
 	}
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
-	connc := make(chan *net.UnixConn, 1)
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		conns    []*net.UnixConn
+		serveErr error
+	)
+	first := make(chan struct{})
 	go func() {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			close(connc)
-			return
+		for n := 0; ; n++ {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := Serve(c, d); err != nil {
+					mu.Lock()
+					if serveErr == nil {
+						serveErr = err
+					}
+					mu.Unlock()
+				}
+			}()
+			if n == 0 {
+				close(first)
+			}
 		}
-		connc <- c
 	}()
-	var conn *net.UnixConn
-	select {
-	case conn = <-connc:
-	case err := <-waitc:
-		if err == nil {
-			err = errors.New("mlx5sim: child exited without connecting to the device")
+	closeAll := func() {
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
 		}
-		return err
+		mu.Unlock()
+	}
+	var werr error
+	select {
+	case <-first:
+	case werr = <-waitc:
+		ln.Close()
+		if werr == nil {
+			werr = errors.New("mlx5sim: child exited without connecting to the device")
+		}
+		wg.Wait()
+		return werr
 	case <-ctx.Done():
 		cmd.Process.Kill()
 		<-waitc
+		ln.Close()
+		closeAll()
+		wg.Wait()
 		return ctx.Err()
 	}
-	if conn == nil {
-		cmd.Process.Kill()
-		<-waitc
-		return errors.New("mlx5sim: accept failed")
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close(); cmd.Process.Kill() })
+	stop := context.AfterFunc(ctx, func() { cmd.Process.Kill() })
 	defer stop()
-	serveErr := Serve(conn, d)
-	werr := <-waitc
+	werr = <-waitc
+	// The child is gone: its connections are at EOF.
+	ln.Close()
+	wg.Wait()
+	closeAll()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -178,9 +214,9 @@ func (d *Device) serveOne(r simReq, text string) (int64, bool, unix.Errno) {
 		d.Record(text)
 		return 0, false, 0
 	case kindFence:
-		// The shim's SIGTRAP handler, single-stepping a traced verb,
-		// stopped before a fence: the child waits for this reply.
-		d.Fence(mem, text)
+		// c/fenceplugin.c stopped a traced thread before the barrier at
+		// A0: the thread waits for this reply.
+		d.reportedFence(mem, text, r.A0)
 		return 0, false, 0
 	}
 	d.mu.Lock()

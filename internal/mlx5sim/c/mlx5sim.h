@@ -20,9 +20,9 @@ enum sim_kind {
 	SIM_EXEC = 6,     /* text: a scenario line for the device (e.g. "cqe ...") */
 	SIM_CLOSE = 7,    /* fd is being closed */
 	SIM_RECORD = 8,   /* text: a line to put in the trace */
-	SIM_FENCE = 9,    /* text: the fence instruction about to execute
-			     ("sfence", "lfence", "mfence"); sent from the
-			     shim's SIGTRAP handler while tracing */
+	SIM_FENCE = 9,    /* text: the barrier instruction about to execute
+			     ("sfence", "dsb st", ...), a0 = its address; sent
+			     by c/fenceplugin.c on its own connection */
 };
 
 /* One request, followed by len bytes of text for kinds 5, 6, 8 and 9. */
@@ -59,15 +59,16 @@ int sim_exec(const char *line);
 /* Put a line in the trace. */
 void sim_record(const char *line);
 
+/* prctl option that opens (arg 1) or closes (arg 0) the calling thread's
+ * trace window for c/fenceplugin.c; unknown to the kernel (EINVAL). */
+#define SIM_PRCTL_TRACE 0x6d6c7835
+
 /*
- * Fence tracing (x86-64; no-ops that record nothing elsewhere): between
- * sim_trace_begin() and sim_trace_end() the calling thread is
- * single-stepped (EFLAGS.TF), and before every sfence, lfence or mfence
- * it executes the shim sends a SIM_FENCE request and waits for the
- * device's reply, so that the device sees the doorbell records and UAR
- * pages as they are just before the fence. No other request may be made
- * while tracing (the shim aborts): only wrap code that makes no system
- * call on the device.
+ * Fence tracing: sim_trace_begin() and sim_trace_end() open and close the
+ * calling thread's trace window (they nest). Under qemu-user with
+ * c/fenceplugin.c, every barrier instruction the thread executes in the
+ * window is reported to the device before it executes; natively nothing
+ * is traced.
  */
 void sim_trace_begin(void);
 void sim_trace_end(void);

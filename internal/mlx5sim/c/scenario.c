@@ -1341,6 +1341,7 @@ int main(int argc, char **argv)
 	}
 	scn_file = argv[1];
 	find_shim();
+	trace_begin_fn(); /* the whole run is one trace window (README, "Fences") */
 	if (verbose)
 		setvbuf(stdout, NULL, _IOLBF, 0);
 

@@ -22,11 +22,13 @@
  *     regions mapped for the device, are forwarded.
  * Everything else goes to the real libc function (dlsym(RTLD_NEXT)).
  *
- * Fence tracing (x86-64 only, sim_trace_begin/sim_trace_end): libmlx5's
- * barriers are inline asm, invisible to an LD_PRELOAD library, so the
- * traced code is single-stepped and a SIGTRAP handler reports every
- * sfence/lfence/mfence to the device before it executes (see the section
- * "Fence tracing" below).
+ * Fence tracing (sim_trace_begin/sim_trace_end): libmlx5's barriers are
+ * inline asm, invisible to an LD_PRELOAD library. The shim only opens and
+ * closes the calling thread's trace window, with a prctl that the QEMU
+ * plugin c/fenceplugin.c observes when the program runs under qemu-user
+ * with it; the plugin reports every barrier instruction executed in the
+ * window (README, "Fences"). Natively the prctl fails and nothing is
+ * traced.
  *
  * The socket's own I/O uses syscall() directly, so it never recurses into
  * our wrappers; the real functions are resolved lazily, because libibverbs
@@ -37,7 +39,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,7 +50,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "mlx5sim.h"
@@ -289,34 +289,14 @@ static int io_all(long nr, const void *buf, size_t n)
 	return 0;
 }
 
-/* Fence tracing state (see "Fence tracing" below). sim_tracing: between
- * sim_trace_begin and sim_trace_end, EFLAGS.TF is set. sim_in_call:
- * sim_call is using the socket. Both are only touched by the one thread
- * that traces, and read by its SIGTRAP handler. */
-static volatile sig_atomic_t sim_tracing;
-static volatile sig_atomic_t sim_in_call;
-
 /*
  * One request and its reply. On a transport failure the reply is
  * ret -1, err EIO (and the connection is dropped: later calls fail too).
- *
- * Never while tracing: a traced verb must make no system call on the
- * device (the SIGTRAP handler talks to the device on the same socket, and
- * a fence request in the middle of this request would corrupt the
- * stream). That is asserted here; sim_in_call also makes the handler
- * ignore a fence met inside this function.
  */
 static void sim_call(struct sim_req *req, const void *text, struct sim_rep *rep)
 {
 	int saved = errno;
 
-	sim_in_call = 1;
-	if (sim_tracing) {
-		fprintf(stderr, "mlx5sim shim: request kind %u while fence tracing: "
-				"a traced verb made a system call on the device\n",
-			req->kind);
-		abort();
-	}
 	resolve();
 	req->pid = (uint64_t)getpid();
 	pthread_mutex_lock(&sim_lock);
@@ -335,7 +315,6 @@ static void sim_call(struct sim_req *req, const void *text, struct sim_rep *rep)
 		rep->used_spare = 0;
 	}
 	pthread_mutex_unlock(&sim_lock);
-	sim_in_call = 0;
 	errno = saved;
 }
 
@@ -407,177 +386,37 @@ EXPORT void sim_record(const char *line)
 }
 
 /* ---------------------------------------------------------------------------
- * Fence tracing.
- *
- * sim_trace_begin sets EFLAGS.TF: from then on the CPU raises a debug
- * exception after every instruction, which the kernel delivers as SIGTRAP
- * (with TF cleared while the handler runs and restored by sigreturn). The
- * handler looks at the bytes at the interrupted RIP, the next instruction
- * to execute; if it is a fence it sends a SIM_FENCE request naming it and
- * waits for the reply: the device reads our doorbell records and UAR
- * pages (process_vm_readv) while the fence has not executed yet.
- *
- * The handler is async-signal-safe: no malloc, stdio or locks, only raw
- * system calls (syscall(), with errno saved and restored) on the socket,
- * which sim_trace_begin made sure is connected. It cannot interleave with
- * a normal request: sim_call refuses to run while tracing (the traced
- * verbs, post send/recv, poll and arm, make no system calls), and the
- * handler ignores fences while sim_in_call is set. Only the thread that
- * called sim_trace_begin is traced (TF is per thread); the scenario
- * program has no other thread.
+ * Fence tracing: the trace window of the calling thread, for
+ * c/fenceplugin.c. Windows nest (the scenario program opens one for its
+ * whole run); the prctl goes out when the depth leaves or returns to 0.
+ * The kernel fails it with EINVAL: only the plugin gives it a meaning.
  */
 
-#if defined(__x86_64__)
+static __thread int trace_depth;
 
-/*
- * The fence at p, or NULL. The fences are NP 0F AE /5, /6, /7 with
- * mod = 11: 0F AE E8..EF lfence, F0..F7 mfence, F8..FF sfence (the CPU
- * ignores the r/m bits; compilers emit E8, F0, F8). Legacy prefixes that
- * do not change the meaning (segment overrides, address size) and a REX
- * prefix are skipped; with 66, F2 or F3 the same bytes are other
- * instructions (pcommit, tpause, umonitor, umwait, incssp), and F0 (lock)
- * makes them undefined: not fences. A byte is read only once the bytes
- * before it show the instruction is long enough, so nothing past the
- * instruction is touched.
- */
-static const char *fence_at(const unsigned char *p)
+static void trace_window(int open)
 {
-	int n = 0;
-
-	for (;;) {
-		unsigned char b;
-
-		if (n >= 14) /* an instruction is at most 15 bytes */
-			return NULL;
-		b = p[n];
-		if (b == 0x2e || b == 0x36 || b == 0x3e || b == 0x26 ||
-		    b == 0x64 || b == 0x65 || b == 0x67) {
-			n++;
-			continue;
-		}
-		if (b == 0x66 || b == 0xf2 || b == 0xf3 || b == 0xf0)
-			return NULL;
-		break;
-	}
-	if ((p[n] & 0xf0) == 0x40) /* REX, directly before the opcode */
-		n++;
-	if (p[n] != 0x0f || p[n + 1] != 0xae)
-		return NULL;
-	switch (p[n + 2] & 0xf8) {
-	case 0xe8:
-		return "lfence";
-	case 0xf0:
-		return "mfence";
-	case 0xf8:
-		return "sfence";
-	}
-	return NULL;
-}
-
-static void trap_write_err(const char *msg)
-{
-	syscall(SYS_write, 2, msg, strlen(msg));
-}
-
-/* Send a SIM_FENCE request and wait for the reply; signal context. */
-static void fence_call(const char *name)
-{
-	struct sim_req req = {
-		.kind = SIM_FENCE,
-		.fd = -1,
-		.spare_fd = -1,
-		.len = (uint32_t)strlen(name),
-	};
-	struct sim_rep rep;
-
-	req.pid = (uint64_t)syscall(SYS_getpid);
-	if (io_all(SYS_write, &req, sizeof(req)) ||
-	    io_all(SYS_write, name, req.len) ||
-	    io_all(SYS_read, &rep, sizeof(rep))) {
-		trap_write_err("mlx5sim shim: lost the device (fence request)\n");
-		syscall(SYS_close, sim_sock);
-		sim_sock = -1;
-	}
-}
-
-static void trap_handler(int sig, siginfo_t *si, void *ucv)
-{
-	ucontext_t *uc = ucv;
-	const char *name;
 	int saved = errno;
 
-	(void)sig;
-	(void)si;
-	if (!sim_tracing || sim_in_call || sim_sock < 0)
-		goto out;
-	name = fence_at((const unsigned char *)uc->uc_mcontext.gregs[REG_RIP]);
-	if (name)
-		fence_call(name);
-out:
+	syscall(SYS_prctl, SIM_PRCTL_TRACE, (unsigned long)open, 0UL, 0UL, 0UL);
 	errno = saved;
 }
 
 EXPORT void sim_trace_begin(void)
 {
-	static int installed;
+	if (trace_depth++ == 0)
+		trace_window(1);
+}
 
-	if (sim_tracing) {
-		fprintf(stderr, "mlx5sim shim: sim_trace_begin while tracing\n");
+EXPORT void sim_trace_end(void)
+{
+	if (trace_depth <= 0) {
+		fprintf(stderr, "mlx5sim shim: sim_trace_end without sim_trace_begin\n");
 		abort();
 	}
-	if (!installed) {
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = trap_handler;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART;
-		sigemptyset(&sa.sa_mask);
-		if (sigaction(SIGTRAP, &sa, NULL)) {
-			perror("mlx5sim shim: sigaction(SIGTRAP)");
-			abort();
-		}
-		installed = 1;
-	}
-	/* The handler must not connect: do it now. */
-	resolve();
-	pthread_mutex_lock(&sim_lock);
-	sim_connect_locked();
-	pthread_mutex_unlock(&sim_lock);
-
-	sim_tracing = 1;
-	/* pushfq/popfq below %rsp would clobber the red zone of this
-	 * function's frame: step over it first. */
-	__asm__ volatile("lea -128(%%rsp), %%rsp\n\t"
-			 "pushfq\n\t"
-			 "orq $0x100, (%%rsp)\n\t"
-			 "popfq\n\t"
-			 "lea 128(%%rsp), %%rsp"
-			 ::: "memory", "cc");
+	if (--trace_depth == 0)
+		trace_window(0);
 }
-
-EXPORT void sim_trace_end(void)
-{
-	__asm__ volatile("lea -128(%%rsp), %%rsp\n\t"
-			 "pushfq\n\t"
-			 "andq $~0x100, (%%rsp)\n\t"
-			 "popfq\n\t"
-			 "lea 128(%%rsp), %%rsp"
-			 ::: "memory", "cc");
-	sim_tracing = 0;
-}
-
-#else /* !__x86_64__ */
-
-/* No single-stepping here: fences are not traced (README section 4). */
-EXPORT void sim_trace_begin(void)
-{
-}
-
-EXPORT void sim_trace_end(void)
-{
-}
-
-#endif
 
 /* ---------------------------------------------------------------------------
  * open: the device node becomes /dev/full, marked.
