@@ -1,3 +1,5 @@
+//go:build !barriermutant
+
 #include "textflag.h"
 
 // util/udma_barrier.h, __x86_64__.

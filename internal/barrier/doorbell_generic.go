@@ -13,7 +13,7 @@ func doorbellWC(rec *uint32, val uint32, dst, src1 unsafe.Pointer, n1 uintptr, s
 	MMIOFlushWrites()
 	copyWC(dst, src1, n1)
 	copyWC(unsafe.Add(dst, n1), src2, n2)
-	MMIOFlushWrites()
+	mutantFinalFlush()
 	if release != nil {
 		StoreRelease32(release, 0)
 	}
