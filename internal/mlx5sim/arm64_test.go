@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,14 +19,17 @@ import (
 
 // The differential test on arm64: libmlx5's arm64 build (Debian's arm64
 // ibverbs-providers, in a sysroot) and our provider built with
-// GOARCH=arm64, each run under qemu-aarch64 against the simulated device
-// with the same profile, must leave identical traces. The C side talks to
-// a device in this (host) process through the cross-built shim; our side
-// is this package's test binary cross-built for arm64, which runs the
-// device in-process as runChild does natively.
+// GOARCH=arm64, each run under qemu-aarch64 with c/fenceplugin.c against
+// a simulated device in this (host) process with the same profile, must
+// leave identical traces, fences included: every dsb/dmb each executed in
+// the provider's code (libmlx5's, or this module's functions), with the
+// doorbell-record and UAR stores made before it. The C side is the
+// cross-built scenario program and shim; our side is this package's test
+// binary cross-built for arm64 (TestGoScenarioFencedChild).
 
 type arm64Env struct {
-	qemu      string
+	qemu      string // qemu-aarch64
+	plugin    string // the fence plugin
 	sys       *mlx5sim.Arm64Sysroot
 	shim, scn string // cross-built C side
 	gotest    string // this package's test binary for GOARCH=arm64
@@ -50,7 +52,7 @@ func arm64Side(t testing.TB) *arm64Env {
 			defer cancel()
 			e := &arm64Setup
 			var err error
-			if e.qemu, err = mlx5sim.QemuArm64(); err != nil {
+			if e.qemu, err = mlx5sim.QemuUser("arm64"); err != nil {
 				return err
 			}
 			if e.sys, err = mlx5sim.PrepareArm64Sysroot(ctx); err != nil {
@@ -72,19 +74,15 @@ func arm64Side(t testing.TB) *arm64Env {
 			if !zeroBase(base) {
 				return fmt.Errorf("qemu-aarch64 runs the C side at guest_base %s, not 0: the device's process_vm_readv would miss it", base)
 			}
-			gobin, err := exec.LookPath("go")
-			if err != nil {
-				return fmt.Errorf("the arm64 differential needs the go command to cross-build this package's tests: %v", err)
+			if e.plugin, err = mlx5sim.BuildFencePlugin(dir); err != nil {
+				return err
 			}
 			e.gotest = filepath.Join(dir, "mlx5sim.arm64.test")
-			build := exec.CommandContext(ctx, gobin, "test", "-c", "-o", e.gotest, ".")
-			build.Env = append(os.Environ(), "GOARCH=arm64", "CGO_ENABLED=0")
-			if out, err := build.CombinedOutput(); err != nil {
-				return fmt.Errorf("building this package's tests for arm64: %v\n%s", err, out)
+			if err := buildTestBin(e.gotest, arm64Build); err != nil {
+				return err
 			}
-			// Our side's device reads its own memory through
-			// /proc/self/mem (qemu-user has no process_vm_readv), whose
-			// offsets are the guest's addresses only with guest_base 0.
+			// The device reads our side's memory too with
+			// process_vm_readv of qemu's pid.
 			if base, err = mlx5sim.GuestBaseArm64(ctx, e.qemu, e.sys, e.gotest, "-test.run=^$"); err != nil {
 				return err
 			}
@@ -109,21 +107,14 @@ func zeroBase(s string) bool {
 	return s == "(nil)" || strings.Trim(strings.TrimPrefix(s, "0x"), "0") == ""
 }
 
-// withoutQemuVars drops qemu-user's own variables (QEMU_LD_PREFIX,
-// QEMU_STRACE, ...) from env.
-func withoutQemuVars(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "QEMU_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
+// arm64Build is the go command's environment for this package's arm64
+// test binaries.
+var arm64Build = []string{"GOARCH=arm64", "CGO_ENABLED=0"}
 
 // runCArm64 runs one scenario through libibverbs + libmlx5 for arm64
-// under qemu-aarch64 and returns the device's trace.
-func runCArm64(t *testing.T, e *arm64Env, file, prof string) []string {
+// under qemu-aarch64 with the fence plugin and returns the device's trace
+// and fence log.
+func runCArm64(t *testing.T, e *arm64Env, file, prof string) fenced {
 	t.Helper()
 	p, err := mlx5sim.ParseProfile(prof)
 	if err != nil {
@@ -134,89 +125,56 @@ func runCArm64(t *testing.T, e *arm64Env, file, prof string) []string {
 		t.Fatal(err)
 	}
 	d := mlx5sim.New(p)
-	cmd := mlx5sim.ScenarioCmdArm64(e.qemu, e.sys, e.scn, e.shim, sys, file)
+	d.SetFenceFilter(mlx5sim.LibFenceFilter("libmlx5"))
 	var stderr strings.Builder
+	cmd := mlx5sim.ScenarioCmdArm64(e.qemu, e.plugin, e.sys, e.scn, e.shim, sys, file)
 	cmd.Stderr = &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := mlx5sim.RunChild(ctx, cmd, d); err != nil {
 		t.Fatalf("C side (arm64): %v\nstderr:\n%s\ntrace:\n%s", err, stderr.String(), strings.Join(d.Trace(), "\n"))
 	}
-	return d.Trace()
+	return fenced{d.Trace(), d.FenceLog()}
 }
 
-// runGoArm64 runs one scenario through our provider in the arm64 test
-// binary under qemu-aarch64 (TestGoScenarioChild) and returns its trace.
-func runGoArm64(e *arm64Env, file, prof string) ([]string, error) {
-	return runGoArm64Bin(e, e.gotest, nil, file, prof)
-}
-
-// runGoArm64Bin is runGoArm64 with another arm64 test binary of this
-// package (a mutant) and extra environment.
-func runGoArm64Bin(e *arm64Env, bin string, env []string, file, prof string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.qemu, bin, "-test.run=^TestGoScenarioChild$")
-	cmd.Env = append(append(withoutQemuVars(os.Environ()), "MLX5SIM_CHILD_SCN="+file, "MLX5SIM_CHILD_PROFILE="+prof), env...)
-	out, err := cmd.CombinedOutput()
-	var tr []string
-	var runErr error
-	for _, l := range strings.Split(string(out), "\n") {
-		switch {
-		case strings.HasPrefix(l, "TRACE "):
-			tr = append(tr, l[len("TRACE "):])
-		case strings.HasPrefix(l, "RUNERR "):
-			runErr = errors.New(l[len("RUNERR "):])
-		}
-	}
-	if err != nil && runErr == nil {
-		runErr = fmt.Errorf("arm64 child: %v\n%s", err, out)
-	}
-	return tr, runErr
-}
-
-// checkArm64Trace fails a trace that could make the comparison vacuous:
-// one without a snapshot or with a command the device did not know.
-func checkArm64Trace(t *testing.T, side string, tr []string) {
-	t.Helper()
-	snaps := 0
-	for _, l := range tr {
-		if strings.Contains(l, "UNKNOWN") {
-			t.Errorf("%s: the device saw an unknown command: %s", side, l)
-		}
-		if strings.HasPrefix(l, "snap ") {
-			snaps++
-		}
-	}
-	if snaps == 0 {
-		t.Errorf("%s: trace has no snapshot (%d lines)", side, len(tr))
-	}
-}
-
-func diffArm64(t *testing.T, e *arm64Env, file, prof string) {
+// diffArm64 compares one scenario's arm64 traces, fences included, and
+// returns our side's fence log.
+func diffArm64(t *testing.T, e *arm64Env, file, prof string) []string {
 	t.Helper()
 	c := runCArm64(t, e, file, prof)
-	g, err := runGoArm64(e, file, prof)
+	g, err := runGoFenced(t, "arm64", e.gotest, nil, file, prof)
 	if err != nil {
-		t.Fatalf("Go side (arm64): %v\ntrace:\n%s", err, strings.Join(g, "\n"))
+		t.Fatalf("Go side (arm64): %v\ntrace:\n%s", err, strings.Join(g.trace, "\n"))
 	}
-	checkArm64Trace(t, "C arm64", c)
-	checkArm64Trace(t, "Go arm64", g)
-	c, g = mlx5sim.DropFences(c), mlx5sim.DropFences(g)
-	if err := mlx5sim.Compare(c, g); err != nil {
+	checkTrace(t, "C arm64", c.trace, true)
+	checkTrace(t, "Go arm64", g.trace, true)
+	if err := mlx5sim.Compare(c.trace, g.trace); err != nil {
 		if dir := os.Getenv("MLX5SIM_KEEP"); dir != "" {
 			base := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_", "=", "-").Replace(t.Name()))
-			os.WriteFile(base+".c.trace", []byte(strings.Join(c, "\n")+"\n"), 0o644)
-			os.WriteFile(base+".go.trace", []byte(strings.Join(g, "\n")+"\n"), 0o644)
+			os.WriteFile(base+".c.trace", []byte(strings.Join(c.trace, "\n")+"\n"), 0o644)
+			os.WriteFile(base+".go.trace", []byte(strings.Join(g.trace, "\n")+"\n"), 0o644)
 		}
-		t.Fatalf("libmlx5 (arm64) and our provider (GOARCH=arm64) differ (MLX5SIM_KEEP=DIR keeps both traces):\n%v", err)
+		t.Fatalf("libmlx5 (arm64) and our provider (GOARCH=arm64) differ (MLX5SIM_KEEP=DIR keeps both traces):\nC barriers: %s\nGo barriers: %s\n%v",
+			summarize(c.log), summarize(g.log), err)
 	}
+	return g.log
 }
 
-// TestDifferentialArm64 is TestDifferential for arm64: every scenario
-// under every profile, and the opcode scenario on every device id; then
-// the mutation check of TestMutantsCaught on arm64, so that a comparison
-// that cannot fail there does not pass for one.
+// arm64Barriers are the barrier functions whose production path the
+// arm64 matrix must run, with the instruction each executes and how many
+// distinct ones (TestFences' wantBarriers on arm64).
+var arm64Barriers = map[string]int{
+	"dsb ld at " + modPrefix + "internal/barrier.udmaFromDeviceBarrier+": 1,
+	"dsb st at " + modPrefix + "internal/barrier.udmaToDeviceBarrier+":   1,
+	"dsb st at " + modPrefix + "internal/barrier.mmioFlushWrites+":       1,
+}
+
+// TestDifferentialArm64 is TestDifferential for arm64, fences included:
+// every scenario under every profile and the opcode scenario on every
+// device id, and the mutation checks on arm64, so that a comparison that
+// cannot fail there does not pass for one; then a check that every
+// barrier instruction our side executed is in internal/barrier and that
+// each barrier function ran.
 func TestDifferentialArm64(t *testing.T) {
 	e := arm64Side(t)
 	t.Logf("arm64 sysroot %s: %s", e.sys.Dir, strings.Join(e.sys.Debs, " "))
@@ -224,65 +182,110 @@ func TestDifferentialArm64(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("found %d scenarios in testdata, want the 10 of the matrix", len(files))
 	}
-	for _, f := range files {
-		for _, prof := range diffProfiles {
-			if !scenario.FileFits(f, prof) {
-				continue
+	var mu sync.Mutex
+	goWhere := map[string]bool{}
+	diff := func(t *testing.T, file, prof string) {
+		t.Parallel()
+		log := diffArm64(t, e, file, prof)
+		mu.Lock()
+		for _, l := range log {
+			goWhere[l] = true
+		}
+		mu.Unlock()
+	}
+	t.Run("matrix", func(t *testing.T) {
+		for _, f := range files {
+			for _, prof := range diffProfiles {
+				if !scenario.FileFits(f, prof) {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%s", filepath.Base(f), strings.ReplaceAll(prof, " ", ",")), func(t *testing.T) {
+					diff(t, f, prof)
+				})
 			}
-			t.Run(fmt.Sprintf("%s/%s", filepath.Base(f), strings.ReplaceAll(prof, " ", ",")), func(t *testing.T) {
-				t.Parallel()
-				diffArm64(t, e, f, prof)
+		}
+		for _, id := range deviceIDs {
+			t.Run("devid="+id, func(t *testing.T) {
+				diff(t, "testdata/send_opcodes.scn", "uar=static ece=1 iface=ioctl devid="+id)
 			})
 		}
-	}
-	for _, id := range deviceIDs {
-		t.Run("devid="+id, func(t *testing.T) {
+		t.Run("mutants", func(t *testing.T) {
 			t.Parallel()
-			diffArm64(t, e, "testdata/send_opcodes.scn", "uar=static ece=1 iface=ioctl devid="+id)
+			testMutantsArm64(t, e)
 		})
-	}
-	t.Run("mutants", func(t *testing.T) {
-		t.Parallel()
-		testMutantsArm64(t, e)
 	})
+	if !t.Failed() {
+		got := map[string]int{}
+		for w := range goWhere {
+			if strings.HasSuffix(w, " (not the provider's)") {
+				continue
+			}
+			if !strings.Contains(w, " at "+modPrefix+"internal/barrier.") {
+				t.Errorf("a barrier instruction outside internal/barrier: %s", w)
+			}
+			for f := range arm64Barriers {
+				if strings.HasPrefix(w, f) {
+					got[f]++
+				}
+			}
+		}
+		for f, n := range arm64Barriers {
+			if got[f] != n {
+				t.Errorf("%s...: %d distinct barrier instructions executed, want %d (seen: %q)", f, got[f], n, keys(goWhere))
+			}
+		}
+		t.Logf("our arm64 barriers: %q", keys(goWhere))
+	}
 }
 
-// testMutantsArm64 builds this package's arm64 tests with -tags
-// mlx5mutant and checks that the mutant binary without a defect equals
-// libmlx5's arm64 trace and that a changed ctrl-segment byte differs,
-// where TestMutantsCaught says it does.
+// testMutantsArm64 is TestMutantsCaught and TestFenceMutantsCaught on
+// arm64: this package's arm64 tests rebuilt with -tags "mlx5mutant
+// barriermutant". Without a defect the fenced trace equals libmlx5's
+// arm64 trace; each defect (a changed ctrl-segment byte, mmio_wc_start
+// moved after the BlueFlame copy, udma_from_device_barrier's DSB LD or
+// the doorbell's final DSB ST left out of the assembly) fails the
+// comparison, and the report shows where.
 func testMutantsArm64(t *testing.T, e *arm64Env) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the mutation check needs the go command to build the mutant: %v", err)
-	}
 	bin := filepath.Join(t.TempDir(), "mutant.arm64.test")
-	build := exec.Command(gobin, "test", "-c", "-tags", "mlx5mutant", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOARCH=arm64", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the arm64 mutant: %v\n%s", err, out)
+	if err := buildTestBin(bin, arm64Build, "-tags", "mlx5mutant barriermutant"); err != nil {
+		t.Fatal(err)
 	}
-	const file, prof = "testdata/send_opcodes.scn", "uar=static ece=1 iface=ioctl"
-	c := mlx5sim.DropFences(runCArm64(t, e, file, prof))
-	for _, m := range []struct{ mutant, want string }{
-		{"", ""},
-		{"segbyte", "qp0.buf"},
-	} {
-		g, err := runGoArm64Bin(e, bin, []string{"MLX5_MUTANT=" + m.mutant}, file, prof)
-		if err != nil {
-			t.Fatalf("arm64 mutant %q: %v", m.mutant, err)
+	// send_opcodes.scn rings BlueFlame doorbells; completions.scn also
+	// polls (udma_from_device_barrier).
+	for _, file := range []string{"testdata/send_opcodes.scn", "testdata/completions.scn"} {
+		const prof = "uar=static ece=1 iface=ioctl"
+		c := runCArm64(t, e, file, prof)
+		mutants := []struct{ env, want string }{
+			{"", ""},
+			{"MLX5_FENCE_MUTANT=nolfence", "- fence dsb ld   (C)"},
 		}
-		err = mlx5sim.Compare(c, mlx5sim.DropFences(g))
-		switch {
-		case m.mutant == "" && err != nil:
-			t.Fatalf("the arm64 mutant binary without a defect differs from libmlx5:\n%v", err)
-		case m.mutant != "" && err == nil:
-			t.Fatalf("arm64 mutant %q was not caught: the traces compare equal", m.mutant)
-		case m.mutant != "" && !strings.Contains(err.Error(), m.want):
-			t.Fatalf("arm64 mutant %q caught, but the report does not show %q:\n%v", m.mutant, m.want, err)
+		if file == "testdata/send_opcodes.scn" {
+			mutants = []struct{ env, want string }{
+				{"", ""},
+				// The WQE differs in the BlueFlame copy and the SQ buffer.
+				{"MLX5_MUTANT=segbyte", "qp0.buf"},
+				// The UAR is already written at the first dsb st.
+				{"MLX5_MUTANT=barrier", "  fence dsb st\n+   uar6+0x0800"},
+				{"MLX5_FENCE_MUTANT=nowcsfence", "- fence dsb st   (C)"},
+			}
 		}
-		if err != nil {
-			t.Logf("arm64 mutant %q caught:\n%s", m.mutant, firstLines(err.Error(), 8))
+		for _, m := range mutants {
+			g, err := runGoFenced(t, "arm64", bin, []string{m.env}, file, prof)
+			if err != nil {
+				t.Fatalf("%s: arm64 mutant %q: %v", file, m.env, err)
+			}
+			err = mlx5sim.Compare(c.trace, g.trace)
+			switch {
+			case m.env == "" && err != nil:
+				t.Fatalf("%s: the arm64 mutant binary without a defect differs from libmlx5:\n%v", file, err)
+			case m.env != "" && err == nil:
+				t.Fatalf("%s: arm64 mutant %q was not caught: the traces compare equal", file, m.env)
+			case m.env != "" && !strings.Contains(err.Error(), m.want):
+				t.Fatalf("%s: arm64 mutant %q caught, but the report does not show %q:\n%v", file, m.env, m.want, err)
+			}
+			if err != nil {
+				t.Logf("%s: arm64 mutant %q caught:\n%s", file, m.env, firstLines(err.Error(), 12))
+			}
 		}
 	}
 }

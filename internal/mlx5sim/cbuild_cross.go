@@ -21,11 +21,9 @@ import (
 	"strings"
 )
 
-// Tools the arm64 C side needs, with the Debian packages that bring them.
-const (
-	Arm64CC   = "aarch64-linux-gnu-gcc" // gcc-aarch64-linux-gnu
-	Arm64Qemu = "qemu-aarch64"          // qemu-user (dynamic: TCG plugins load into it)
-)
+// Arm64CC is the cross compiler of the arm64 C side (Debian package
+// gcc-aarch64-linux-gnu); QemuUser("arm64") finds the emulator.
+const Arm64CC = "aarch64-linux-gnu-gcc"
 
 // BuildCArm64 cross-compiles c/shim.c and c/scenario.c for aarch64 into
 // outDir against sys, and returns their paths. The infiniband headers are
@@ -72,16 +70,6 @@ func BuildCArm64(outDir string, sys *Arm64Sysroot) (shim, scenario string, err e
 	return shim, scenario, nil
 }
 
-// QemuArm64 returns the path of qemu-aarch64, or an error wrapping
-// ErrMissingDependency.
-func QemuArm64() (string, error) {
-	q, err := exec.LookPath(Arm64Qemu)
-	if err != nil {
-		return "", missing("%s not found (install Debian package qemu-user)", Arm64Qemu)
-	}
-	return q, nil
-}
-
 // qemuEnv is env without qemu-user's own variables (QEMU_LD_PREFIX,
 // QEMU_GUEST_BASE, QEMU_STRACE, ...), which would change how the guest
 // runs; the command line sets what is needed.
@@ -95,26 +83,20 @@ func qemuEnv(env []string) []string {
 	return out
 }
 
-// ScenarioCmdArm64 is ScenarioCmd for the cross-built C side: qemu runs
-// scenarioBin with sys as its root for the loader, libibverbs' driver
-// files and plugins, and with the environment of ScenarioCmd, except that
-// the shim is preloaded into the guest only (-E), not into qemu. extra
-// goes on qemu's command line before the program (a TCG plugin, say).
-func ScenarioCmdArm64(qemu string, sys *Arm64Sysroot, scenarioBin, shim, sysfsDir, file string, extra ...string) *exec.Cmd {
-	var env []string
-	for _, kv := range scenarioEnv(qemuEnv(os.Environ()), shim, sysfsDir) {
-		if !strings.HasPrefix(kv, "LD_PRELOAD=") {
-			env = append(env, kv)
-		}
-	}
-	args := []string{"-L", sys.Dir, "-E", "LD_PRELOAD=" + shim}
-	args = append(append(args, extra...), scenarioBin, file)
-	cmd := exec.Command(qemu, args...)
-	cmd.Env = env
-	return cmd
+// ScenarioCmdArm64 is ScenarioCmd for the cross-built C side under the
+// qemu-aarch64 qemu with the fence plugin (FencedCmd): the sysroot is
+// qemu's -L root, where the loader, /etc/libibverbs.d and the provider
+// plugin resolve; the shim is preloaded into the guest only; SYSFS_PATH
+// and the pinned variables pass through qemu's environment, less qemu's
+// own QEMU_* variables.
+func ScenarioCmdArm64(qemu, plugin string, sys *Arm64Sysroot, scenarioBin, shim, sysfsDir, file string) *exec.Cmd {
+	cmd := ScenarioCmd(scenarioBin, shim, sysfsDir, file)
+	cmd.Env = qemuEnv(cmd.Env)
+	return FencedCmd(qemu, plugin, []string{"-L", sys.Dir}, cmd)
 }
 
-// GuestBaseArm64 runs qemu-aarch64 as ScenarioCmdArm64 does on prog (an
+// GuestBaseArm64 runs qemu-aarch64 as ScenarioCmdArm64 does (without the
+// plugin) on prog (an
 // aarch64 program that exits by itself) and returns the guest_base qemu
 // reports (-d page: "(nil)" or "0x0" when it is 0), which must be 0 for
 // the device's process_vm_readv/writev.
