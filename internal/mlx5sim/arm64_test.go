@@ -35,70 +35,59 @@ type arm64Env struct {
 	gotest    string // this package's test binary for GOARCH=arm64
 }
 
-var (
-	arm64Once  sync.Once
-	arm64Setup arm64Env
-	arm64Err   error
-)
-
-// arm64Side prepares the sysroot, the cross-built C side and the arm64
-// test binary once per test binary. A missing dependency skips outside CI
-// and fails under CI=true.
-func arm64Side(t testing.TB) *arm64Env {
+// arm64Side prepares the sysroot, the cross-built C side, the fence
+// plugin and the arm64 test binary (in t's temporary directory). A missing
+// dependency skips outside CI and fails under CI=true.
+func arm64Side(t *testing.T) *arm64Env {
 	t.Helper()
-	arm64Once.Do(func() {
-		arm64Err = func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			e := &arm64Setup
-			var err error
-			if e.qemu, err = mlx5sim.QemuUser("arm64"); err != nil {
-				return err
-			}
-			if e.sys, err = mlx5sim.PrepareArm64Sysroot(ctx); err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp("", "mlx5sim-arm64-")
-			if err != nil {
-				return err
-			}
-			if e.shim, e.scn, err = mlx5sim.BuildCArm64(dir, e.sys); err != nil {
-				return err
-			}
-			// The C side's addresses reach the device unchanged only
-			// with guest_base 0.
-			base, err := mlx5sim.GuestBaseArm64(ctx, e.qemu, e.sys, e.scn, os.DevNull)
-			if err != nil {
-				return err
-			}
-			if !zeroBase(base) {
-				return fmt.Errorf("qemu-aarch64 runs the C side at guest_base %s, not 0: the device's process_vm_readv would miss it", base)
-			}
-			if e.plugin, err = mlx5sim.BuildFencePlugin(dir); err != nil {
-				return err
-			}
-			e.gotest = filepath.Join(dir, "mlx5sim.arm64.test")
-			if err := buildTestBin(e.gotest, arm64Build); err != nil {
-				return err
-			}
-			// The device reads our side's memory too with
-			// process_vm_readv of qemu's pid.
-			if base, err = mlx5sim.GuestBaseArm64(ctx, e.qemu, e.sys, e.gotest, "-test.run=^$"); err != nil {
-				return err
-			}
-			if !zeroBase(base) {
-				return fmt.Errorf("qemu-aarch64 runs the arm64 test binary at guest_base %s, not 0", base)
-			}
-			return nil
-		}()
-	})
-	if errors.Is(arm64Err, mlx5sim.ErrMissingDependency) && os.Getenv("CI") != "true" {
-		t.Skipf("skipping (CI=true makes this a failure; make deps installs it): %v", arm64Err)
+	e := &arm64Env{}
+	err := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		var err error
+		if e.qemu, err = mlx5sim.QemuUser("arm64"); err != nil {
+			return err
+		}
+		if e.sys, err = mlx5sim.PrepareArm64Sysroot(ctx); err != nil {
+			return err
+		}
+		dir := t.TempDir()
+		if e.shim, e.scn, err = mlx5sim.BuildCArm64(dir, e.sys); err != nil {
+			return err
+		}
+		// The C side's addresses reach the device unchanged only with
+		// guest_base 0.
+		base, err := mlx5sim.GuestBaseArm64(ctx, e.qemu, e.sys, e.scn, os.DevNull)
+		if err != nil {
+			return err
+		}
+		if !zeroBase(base) {
+			return fmt.Errorf("qemu-aarch64 runs the C side at guest_base %s, not 0: the device's process_vm_readv would miss it", base)
+		}
+		if e.plugin, err = mlx5sim.BuildFencePlugin(dir); err != nil {
+			return err
+		}
+		e.gotest = filepath.Join(dir, "mlx5sim.arm64.test")
+		if err := buildTestBin(e.gotest, arm64Build); err != nil {
+			return err
+		}
+		// The device reads our side's memory too, with process_vm_readv
+		// of qemu's pid.
+		if base, err = mlx5sim.GuestBaseArm64(ctx, e.qemu, e.sys, e.gotest, "-test.run=^$"); err != nil {
+			return err
+		}
+		if !zeroBase(base) {
+			return fmt.Errorf("qemu-aarch64 runs the arm64 test binary at guest_base %s, not 0", base)
+		}
+		return nil
+	}()
+	if errors.Is(err, mlx5sim.ErrMissingDependency) && os.Getenv("CI") != "true" {
+		t.Skipf("skipping (CI=true makes this a failure; make deps installs it): %v", err)
 	}
-	if arm64Err != nil {
-		t.Fatal(arm64Err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return &arm64Setup
+	return e
 }
 
 // zeroBase reports whether qemu's -d page guest_base is 0 ("(nil)" as
