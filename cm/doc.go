@@ -142,6 +142,6 @@
 // a library QP to a joined multicast group (attach it with the verbs layer
 // using Multicast.AH). The user
 // backend also refuses UD IDs (the engine has SIDR, the backend does not
-// wire it), multicast, IPv6, AF_IB and InfiniBand-link ports, which need
+// wire it), multicast, AF_IB and InfiniBand-link ports, which need
 // an SA path query.
 package cm

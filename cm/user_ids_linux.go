@@ -39,7 +39,9 @@ type userID struct {
 	tosSet               bool
 	ackTimeout           uint8
 	ackTimeoutSet, reuse bool
-	disconnected         bool // DISCONNECTED was reported (cma_comp_exch CONNECT → DISCONNECT)
+	// afOnly restricts a wildcard listener to the family it was bound with.
+	afOnly       bool
+	disconnected bool // DISCONNECTED was reported (cma_comp_exch CONNECT → DISCONNECT)
 }
 
 type userListen struct {
@@ -134,15 +136,11 @@ func (u *user) bindLocked(h uint32, x *userID, addr netip.AddrPort) error {
 	if x.src.IsValid() {
 		return unix.EINVAL
 	}
-	a := addr.Addr().Unmap()
-	if !a.IsValid() || a == netip.IPv6Unspecified() {
-		// The zero address and :: mean every device, IPv4 included (the
-		// rdma_cm binds :: dual-stack unless bindv6only); the engine
-		// serves IPv4.
+	a := addr.Addr().Unmap().WithZone("")
+	if !a.IsValid() {
+		// The zero address and :: mean every device, IPv4 and IPv6: the
+		// engine's wildcard listener takes both families unless AFOnly.
 		a = netip.IPv4Unspecified()
-	}
-	if !a.Is4() {
-		return unix.EAFNOSUPPORT // IPv6 and AF_IB are not wired
 	}
 	if !a.IsUnspecified() {
 		p, g, ok := u.portOf(a)

@@ -30,7 +30,7 @@ import (
 // events (cma_ib_handler, cma_ib_req_handler).
 //
 // Not supported (EOPNOTSUPP): UD IDs (SIDR; the engine has SIDR, the
-// backend does not wire it yet), multicast, AF_IB addresses, IPv6 and
+// backend does not wire it yet), multicast, AF_IB addresses and
 // InfiniBand (non-RoCE) ports, which need an SA path query.
 //
 // Its parts: the ports, their transports and engine runners
@@ -152,7 +152,7 @@ func (u *user) listen(h uint32, backlog int) error {
 		ports = []*userPort{x.port}
 	}
 	lp := engine.ListenParams{Context: uint64(h), PortSpace: x.ps, Port: x.src.Port(),
-		Addr: x.src.Addr(), QPType: x.qpType, Backlog: backlog}
+		Addr: x.src.Addr(), AFOnly: x.afOnly, QPType: x.qpType, Backlog: backlog}
 	u.mu.Unlock()
 	var listens []userListen
 	for _, p := range ports {
@@ -356,6 +356,7 @@ func (u *user) setOption(h uint32, level, name uint32, val []byte) error {
 		if len(val) != 4 {
 			return unix.EINVAL
 		}
+		x.afOnly = val[0]|val[1]|val[2]|val[3] != 0
 	default:
 		return unix.ENOSYS
 	}

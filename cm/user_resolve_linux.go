@@ -3,7 +3,9 @@
 package cm
 
 import (
+	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,19 +21,37 @@ import (
 // sourceFor asks the routing table which local address reaches dst, from
 // a UDP socket connected to dst (kcall.RouteSource: four syscalls and no
 // netpoller, where net.DialUDP made eight with its options, the peer-name
-// query and the poller's epoll_ctl ADD and DEL).
+// query and the poller's epoll_ctl ADD and DEL). A link-local IPv6 dst
+// needs its zone, as rdma_resolve_addr needs sin6_scope_id.
 func sourceFor(dst netip.Addr) (netip.Addr, error) {
-	src, err := kcall.RouteSource(dst.As4())
+	if dst.Is4() {
+		src, err := kcall.RouteSource(dst.As4())
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		return netip.AddrFrom4(src), nil
+	}
+	var scope uint32
+	if z := dst.Zone(); z != "" {
+		if n, err := strconv.ParseUint(z, 10, 32); err == nil {
+			scope = uint32(n)
+		} else if ifi, err := net.InterfaceByName(z); err == nil {
+			scope = uint32(ifi.Index)
+		} else {
+			return netip.Addr{}, unix.ENODEV
+		}
+	}
+	src, err := kcall.RouteSource6(dst.As16(), scope)
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	return netip.AddrFrom4(src), nil
+	return netip.AddrFrom16(src), nil
 }
 
 func (u *user) resolveAddr(h uint32, src, dst netip.AddrPort, _ time.Duration) error {
 	dstA := dst.Addr().Unmap()
-	if !dstA.Is4() || (src.IsValid() && !src.Addr().Unmap().Is4()) {
-		return unix.EAFNOSUPPORT
+	if !dstA.IsValid() || src.IsValid() && !src.Addr().Unmap().IsUnspecified() && src.Addr().Unmap().Is4() != dstA.Is4() {
+		return unix.EAFNOSUPPORT // the rdma_cm refuses mixed families too
 	}
 	// The route lookup may block briefly; do it outside the lock.
 	routeSrc, routeErr := sourceFor(dstA)

@@ -89,6 +89,8 @@ type listenInfo struct {
 	ps      rdma.PortSpace
 	addr    rdma.GID
 	anyAddr bool
+	// family is 4 or 6 for a wildcard restricted to one family (AFOnly).
+	family  uint8
 	ip      bool
 	qpType  qp.QPType
 	backlog int

@@ -782,6 +782,38 @@ func TestIPHeaderChecks(t *testing.T) {
 	}
 }
 
+// cma_match_private_data: a wildcard listener takes requests of both
+// families; with AFOnly, only those of the family it was bound with.
+func TestAFOnly(t *testing.T) {
+	w, a, b := newWire(t)
+	for i, c := range []struct {
+		addr   netip.Addr
+		afOnly bool
+		take   bool
+	}{
+		{netip.IPv6Unspecified(), true, false},
+		{netip.IPv6Unspecified(), false, true},
+		{netip.IPv4Unspecified(), true, true},
+	} {
+		port := testPort + uint16(i) + 1
+		if _, err := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: port, Addr: c.addr, AFOnly: c.afOnly}); err != nil {
+			t.Fatal(err)
+		}
+		p := w.connectParams(a, b) // IPv4
+		p.Dst = netip.AddrPortFrom(p.Dst.Addr(), port)
+		p.QPN = 0x20 + uint32(i)
+		events, rejs := len(b.events), len(w.sentOf(mad.AttrREJ, 0))
+		if _, err := a.e.Connect(w.now, p); err != nil {
+			t.Fatal(err)
+		}
+		w.run()
+		took := len(b.events) > events
+		if took != c.take || (len(w.sentOf(mad.AttrREJ, 0)) > rejs) == c.take {
+			t.Errorf("listener %v AFOnly %v: request taken %v, want %v\n%s", c.addr, c.afOnly, took, c.take, w.trace())
+		}
+	}
+}
+
 // A listener's backlog drops extra requests silently (ENOMEM in
 // cma_ib_req_handler); the peer's retransmission gets through once the
 // backlog has room.

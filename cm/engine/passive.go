@@ -36,6 +36,12 @@ func (e *Engine) Listen(now time.Time, p ListenParams) (ID, error) {
 	c.context = p.Context
 	c.listen = &listenInfo{ps: p.PortSpace, ip: p.PortSpace != 0, qpType: qt, backlog: p.Backlog,
 		anyAddr: !p.Addr.IsValid() || p.Addr.IsUnspecified()}
+	if c.listen.anyAddr && p.AFOnly && p.Addr.IsValid() {
+		c.listen.family = 4
+		if p.Addr.Is6() {
+			c.listen.family = 6
+		}
+	}
 	if !c.listen.anyAddr {
 		c.listen.addr = rdma.GIDFromAddr(p.Addr)
 	}
@@ -198,6 +204,9 @@ func (e *Engine) checkIPHeader(l *conn, pd []byte, has *bool, src, dst *netip.Ad
 		return pd, false
 	}
 	if !l.listen.anyAddr && rdma.GIDFromAddr(h.Dst()) != l.listen.addr {
+		return pd, false
+	}
+	if l.listen.family != 0 && (l.listen.family == 4) != h.Dst().Unmap().Is4() {
 		return pd, false
 	}
 	*has = true

@@ -157,6 +157,10 @@ type ListenParams struct {
 	PortSpace rdma.PortSpace
 	Port      uint16
 	Addr      netip.Addr
+	// AFOnly restricts a wildcard Addr to its own family (0.0.0.0: IPv4
+	// requests, ::: IPv6); without it a wildcard takes both, as the
+	// rdma_cm's cma_match_private_data does.
+	AFOnly    bool
 	ServiceID uint64
 	// QPType is what requests must ask for: RC or UC for REQ, UD for
 	// SIDR_REQ. The zero value means RC.

@@ -528,7 +528,9 @@ func (a *app) cmtimeServer(ctx context.Context) error {
 		case cm.EventConnectRequest:
 			served++
 			reqs <- ev.ID
-		case cm.EventDisconnected:
+		case cm.EventDisconnected, cm.EventUnreachable, cm.EventRejected:
+			// A request whose REP was never answered, or that was
+			// rejected, is freed as a disconnected one is.
 			if ev.ID != l {
 				discs <- ev.ID
 			}

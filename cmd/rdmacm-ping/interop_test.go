@@ -299,18 +299,7 @@ func TestECEFixtureInterop(t *testing.T) {
 func TestIPv6Interop(t *testing.T) {
 	p := pair(t)
 	a, b := p.A, p.B
-	ctx := ctxFor(t, time.Minute)
-	for _, m := range []struct {
-		g    *vmtest.Machine
-		addr string
-	}{{a, "fd00::1"}, {b, "fd00::2"}} {
-		r, err := m.g.Run(ctx, "ip -6 addr show dev eth0 | grep -q "+m.addr+"/ || ip -6 addr add "+m.addr+"/64 dev eth0; "+
-			"for i in $(seq 50); do grep -qs '^"+strings.ReplaceAll(m.addr, "::", ":0000:0000:0000:0000:0000:0000:000")+"$' /sys/class/infiniband/rxe0/ports/1/gids/* && exit 0; sleep 0.1; done; exit 1")
-		if err != nil || r.ExitCode != 0 {
-			t.Fatalf("guest %s: no RoCE GID for %s: %v %+v", m.g.Name, m.addr, err, r)
-		}
-	}
-	time.Sleep(2 * time.Second) // duplicate address detection
+	addULAs(t, ctxFor(t, time.Minute), a, b)
 	t.Run("go-client-rping-server", func(t *testing.T) {
 		sOut, _, sCode, cOut, _, cCode := session(t, b, a, 7174,
 			"rping -s -v -a fd00::2 -C 3", ping+" -c -v -V -a fd00::2 -C 3")
@@ -329,6 +318,24 @@ func TestIPv6Interop(t *testing.T) {
 		wantPings(t, "rping -c", cOut, "ping data: ", 3)
 		wantPings(t, "rdmacm-ping -s", sOut, "server ping data: ", 3)
 	})
+}
+
+// addULAs gives guest a fd00::1 and guest b fd00::2 on their wire, waits
+// for rxe's RoCE v2 GIDs of them, then for duplicate address detection.
+// A guest that has them already keeps them.
+func addULAs(t *testing.T, ctx context.Context, a, b *vmtest.Machine) {
+	t.Helper()
+	for _, m := range []struct {
+		g    *vmtest.Machine
+		addr string
+	}{{a, "fd00::1"}, {b, "fd00::2"}} {
+		r, err := m.g.Run(ctx, "ip -6 addr show dev eth0 | grep -q "+m.addr+"/ || ip -6 addr add "+m.addr+"/64 dev eth0; "+
+			"for i in $(seq 50); do grep -qs '^"+strings.ReplaceAll(m.addr, "::", ":0000:0000:0000:0000:0000:0000:000")+"$' /sys/class/infiniband/rxe0/ports/1/gids/* && exit 0; sleep 0.1; done; exit 1")
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("guest %s: no RoCE GID for %s: %v %+v", m.g.Name, m.addr, err, r)
+		}
+	}
+	time.Sleep(2 * time.Second)
 }
 
 // TestServerDisconnectsFirst: rdmacm-ping's server (kernel backend) sends

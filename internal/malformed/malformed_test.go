@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/roce"
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // TestUDPPayloadICRC rebuilds the IPv4 and UDP headers a Linux sender
@@ -67,5 +68,37 @@ func TestCasesDistinct(t *testing.T) {
 			t.Errorf("%s and %s are the same MAD once padded", c.Name, o)
 		}
 		seen[string(p)] = c.Name
+	}
+}
+
+// TestFloodREQs: every REQ of a flood parses, carries the rdma_cm header
+// for the listener, and draws a new communication ID.
+func TestFloodREQs(t *testing.T) {
+	src, dst := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	f, err := NewFlood(src, dst, 7471, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint32]bool{}
+	b := make([]byte, mad.MADSize)
+	for range 1000 {
+		if err := f.Next(b); err != nil {
+			t.Fatal(err)
+		}
+		v, err := mad.ParseREQ(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := mad.ParseIPHeader(v.PrivateData())
+		if err != nil || h.Dst() != dst || h.Src() != src || v.ServiceID() != mad.ServiceID(rdma.PortSpaceTCP, 7471) {
+			t.Fatalf("REQ %s: header %v", mad.Describe(b), err)
+		}
+		seen[v.LocalCommID()] = true
+	}
+	if len(seen) < 990 {
+		t.Fatalf("%d distinct communication IDs in 1000 REQs", len(seen))
+	}
+	if _, err := NewFlood(netip.MustParseAddr("fd00::1"), dst, 1, 1); err == nil {
+		t.Fatal("an IPv6 flood was built")
 	}
 }

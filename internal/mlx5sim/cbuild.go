@@ -234,8 +234,11 @@ func QemuUser(goarch string) (string, error) {
 // libraries).
 func FencedCmd(qemu, plugin string, extra []string, cmd *exec.Cmd) *exec.Cmd {
 	args := []string{"-plugin", plugin}
-	var env []string
-	for _, kv := range cmd.Env {
+	env, src := []string{}, cmd.Env
+	if src == nil {
+		src = os.Environ()
+	}
+	for _, kv := range src {
 		if strings.HasPrefix(kv, "LD_PRELOAD=") {
 			args = append(args, "-E", kv)
 			continue
@@ -245,8 +248,5 @@ func FencedCmd(qemu, plugin string, extra []string, cmd *exec.Cmd) *exec.Cmd {
 	args = append(append(args, extra...), cmd.Path)
 	c := exec.Command(qemu, append(args, cmd.Args[1:]...)...)
 	c.Env, c.Stdout, c.Stderr, c.Dir = env, cmd.Stdout, cmd.Stderr, cmd.Dir
-	if cmd.Env == nil {
-		c.Env = nil
-	}
 	return c
 }

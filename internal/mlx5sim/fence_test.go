@@ -38,9 +38,11 @@ var (
 )
 
 // fenceTools builds the plugin and finds qemu-user for this GOARCH, and
-// the Go child: this test binary, or without the race detector a copy
-// of it (qemu-user cannot host the detector's shadow memory). A missing
-// tool skips outside CI and fails under CI=true.
+// the Go child: this test binary or, when it has the race detector, a
+// copy built without it, so that the child runs the production barrier
+// paths (under -race DoorbellWCUnlock's release is an atomic store,
+// doorbell_race.go) and does not pay for the detector under TCG. A
+// missing tool skips outside CI and fails under CI=true.
 func fenceTools(t testing.TB) (qemu, plugin, gobin string) {
 	t.Helper()
 	fenceOnce.Do(func() {
@@ -96,7 +98,15 @@ type fenced struct {
 func runCFenced(t *testing.T, file, prof string) fenced {
 	t.Helper()
 	shim, scn := cSide(t)
-	qemu, plugin, _ := fenceTools(t)
+	qemu, _, _ := fenceTools(t)
+	return runCFencedWith(t, qemu, nil, shim, scn, file, prof)
+}
+
+// runCFencedWith is runCFenced with a given emulator, its extra arguments
+// (-L for a foreign guest's libraries) and C side.
+func runCFencedWith(t *testing.T, qemu string, extra []string, shim, scn, file, prof string) fenced {
+	t.Helper()
+	_, plugin, _ := fenceTools(t)
 	p, err := mlx5sim.ParseProfile(prof)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +120,7 @@ func runCFenced(t *testing.T, file, prof string) fenced {
 	var stderr strings.Builder
 	cmd := mlx5sim.ScenarioCmd(scn, shim, sys, file)
 	cmd.Stderr = &stderr
-	cmd = mlx5sim.FencedCmd(qemu, plugin, nil, cmd)
+	cmd = mlx5sim.FencedCmd(qemu, plugin, extra, cmd)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := mlx5sim.RunChild(ctx, cmd, d); err != nil {
@@ -142,7 +152,7 @@ func runGoFenced(t *testing.T, goarch, bin string, env []string, file, prof stri
 	d := mlx5sim.New(p)
 	d.SetFenceFilter(filter)
 	cmd := exec.Command(bin, "-test.run=^TestGoScenarioFencedChild$")
-	cmd.Env = append(append(os.Environ(), "MLX5SIM_FENCED_SCN="+file, "MLX5SIM_FENCED_PROFILE="+prof, "GOGC=off"), env...)
+	cmd.Env = append(append(os.Environ(), "MLX5SIM_FENCED_SCN="+file, "MLX5SIM_FENCED_PROFILE="+prof), env...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd = mlx5sim.FencedCmd(qemu, plugin, nil, cmd)
@@ -214,7 +224,8 @@ type fenceCase struct{ file, prof string }
 // BlueFlame and doorbell rings with and without a bfreg lock
 // (doorbellWC; mmio_wc_start and mmio_flush_writes around a locked
 // copy), CQ arming (mmio_flush_writes before the UAR doorbell), receive
-// and SRQ doorbell records (udma_to_device_barrier), under both UAR
+// and SRQ doorbell records and CQ cleaning on destroy and RESET
+// (udma_to_device_barrier), under both UAR
 // allocations and both command interfaces. MLX5SIM_FENCES=all runs the
 // whole matrix instead.
 var fenceSubset = []fenceCase{
@@ -223,10 +234,16 @@ var fenceSubset = []fenceCase{
 	{"testdata/shared_bfreg.scn", "uar=static ece=1 iface=ioctl"},
 	{"testdata/srq_basic.scn", "uar=dynamic ece=1 iface=ioctl"},
 	{"testdata/send_opcodes.scn", "uar=static ece=0 iface=write"},
+	{"testdata/cq_clean.scn", "uar=static ece=1 iface=write"},
 }
 
 func fenceCases(t *testing.T) []fenceCase {
 	if os.Getenv("MLX5SIM_FENCES") != "all" {
+		for _, c := range fenceSubset {
+			if !scenario.FileFits(c.file, c.prof) {
+				t.Fatalf("%s does not run under the profile %q", c.file, c.prof)
+			}
+		}
 		return fenceSubset
 	}
 	files, _ := filepath.Glob("testdata/*.scn")
@@ -245,11 +262,11 @@ func fenceCases(t *testing.T) []fenceCase {
 }
 
 // wantBarriers are the barrier functions whose production path the
-// fenced cases must run on this GOARCH, with the instruction each
-// executes and how many distinct ones (doorbellWC holds two SFENCEs).
-func wantBarriers() map[string]int {
+// fenced cases must run on goarch, with the instruction each executes
+// and how many distinct ones (doorbellWC holds two SFENCEs).
+func wantBarriers(goarch string) map[string]int {
 	const b = modPrefix + "internal/barrier."
-	switch runtime.GOARCH {
+	switch goarch {
 	case "amd64":
 		return map[string]int{
 			"lfence at " + b + "udmaFromDeviceBarrier+": 1,
@@ -301,13 +318,13 @@ func TestFences(t *testing.T) {
 		if !strings.Contains(w, " at "+modPrefix+"internal/barrier.") {
 			t.Errorf("a barrier instruction outside internal/barrier: %s", w)
 		}
-		for f := range wantBarriers() {
+		for f := range wantBarriers(runtime.GOARCH) {
 			if strings.HasPrefix(w, f) {
 				got[f]++
 			}
 		}
 	}
-	for f, n := range wantBarriers() {
+	for f, n := range wantBarriers(runtime.GOARCH) {
 		if got[f] != n {
 			t.Errorf("%s...: %d distinct barrier instructions executed, want %d (seen: %q)", f, got[f], n, keys(goWhere))
 		}

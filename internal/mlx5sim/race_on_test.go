@@ -2,6 +2,6 @@
 
 package mlx5sim_test
 
-// raceEnabled: this test binary has the race detector, whose shadow
-// memory qemu-user cannot host; fenced Go children are built without it.
+// raceEnabled: this test binary has the race detector; the fenced Go
+// child is built without it (fenceTools).
 const raceEnabled = true
