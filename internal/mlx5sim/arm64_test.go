@@ -149,15 +149,6 @@ func diffArm64(t *testing.T, e *arm64Env, file, prof string) []string {
 	return g.log
 }
 
-// arm64Barriers are the barrier functions whose production path the
-// arm64 matrix must run, with the instruction each executes and how many
-// distinct ones (TestFences' wantBarriers on arm64).
-var arm64Barriers = map[string]int{
-	"dsb ld at " + modPrefix + "internal/barrier.udmaFromDeviceBarrier+": 1,
-	"dsb st at " + modPrefix + "internal/barrier.udmaToDeviceBarrier+":   1,
-	"dsb st at " + modPrefix + "internal/barrier.mmioFlushWrites+":       1,
-}
-
 // TestDifferentialArm64 is TestDifferential for arm64, fences included:
 // every scenario under every profile and the opcode scenario on every
 // device id, and the mutation checks on arm64, so that a comparison that
@@ -212,13 +203,13 @@ func TestDifferentialArm64(t *testing.T) {
 			if !strings.Contains(w, " at "+modPrefix+"internal/barrier.") {
 				t.Errorf("a barrier instruction outside internal/barrier: %s", w)
 			}
-			for f := range arm64Barriers {
+			for f := range wantBarriers("arm64") {
 				if strings.HasPrefix(w, f) {
 					got[f]++
 				}
 			}
 		}
-		for f, n := range arm64Barriers {
+		for f, n := range wantBarriers("arm64") {
 			if got[f] != n {
 				t.Errorf("%s...: %d distinct barrier instructions executed, want %d (seen: %q)", f, got[f], n, keys(goWhere))
 			}
