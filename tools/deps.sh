@@ -23,11 +23,26 @@ have cpio || need+=(cpio)
 # tests (internal/mlx5sim): ibverbs-providers ships it and the plugin.
 compgen -G '/usr/lib/*/libmlx5.so.1' >/dev/null || need+=(ibverbs-providers)
 compgen -G '/usr/lib/*/libibverbs/libmlx5-rdmav*.so' >/dev/null || need+=(ibverbs-providers)
-if [ ${#need[@]} -gt 0 ]; then
-	echo "deps: installing ${need[*]}"
+# The mlx5 differential on arm64 (internal/mlx5sim, TestDifferentialArm64):
+# Debian's aarch64 cross compiler, qemu-user's dynamic qemu-aarch64 (TCG
+# plugins load only into it), and apt knowing Debian's arm64 packages, from
+# which the test unpacks libmlx5's arm64 build into a sysroot in its cache.
+have aarch64-linux-gnu-gcc || need+=(gcc-aarch64-linux-gnu)
+have qemu-aarch64 || need+=(qemu-user)
+arm64=0
+dpkg --print-foreign-architectures | grep -qx arm64 || arm64=1
+apt-cache show libibverbs1:arm64 >/dev/null 2>&1 || arm64=1
+if [ ${#need[@]} -gt 0 ] || [ $arm64 = 1 ]; then
 	[ "$(id -u)" = 0 ] && sudo= || sudo=sudo
 	export DEBIAN_FRONTEND=noninteractive
-	echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
+	if [ $arm64 = 1 ]; then
+		echo "deps: adding Debian's arm64 packages to apt"
+		$sudo dpkg --add-architecture arm64
+	fi
 	$sudo apt-get update -q >/dev/null
+fi
+if [ ${#need[@]} -gt 0 ]; then
+	echo "deps: installing ${need[*]}"
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
 	$sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 fi

@@ -3,6 +3,7 @@
 package mlx5sim
 
 import (
+	"errors"
 	"os"
 
 	"github.com/go-rdma/rdmacm/internal/kcall"
@@ -53,6 +54,10 @@ func (m ProcMem) xfer(addr uint64, b []byte, write bool) error {
 			n, err = unix.ProcessVMWritev(m.Pid, local, remote, 0)
 		} else {
 			n, err = unix.ProcessVMReadv(m.Pid, local, remote, 0)
+		}
+		if errors.Is(err, unix.ENOSYS) {
+			// qemu-user does not emulate process_vm_readv/writev.
+			return m.xferProcFile(addr, b, write)
 		}
 		if err != nil {
 			return err

@@ -130,15 +130,24 @@ func (r *Remote) Install() (restore func()) { return kcall.SetTestDevice(remoteS
 type remoteSeam struct{ r *Remote }
 
 // reopened tells the device that fd's number was closed and reused (a
-// close(2) the seam does not see), before a second GET_CONTEXT on it.
+// close(2) the seam does not see), before a GET_CONTEXT on an fd that
+// already has a context; a failed GET_CONTEXT leaves none, and its retry
+// goes to the same context, as in Device.Install's seam.
 func (s remoteSeam) reopened(fd int) {
 	s.r.mu.Lock()
 	had := s.r.ctxs[fd]
-	s.r.ctxs[fd] = true
+	delete(s.r.ctxs, fd)
 	s.r.mu.Unlock()
 	if had {
 		s.r.call(simReq{Kind: kindClose, FD: int32(fd), SpareFD: -1}, "")
 	}
+}
+
+// gotContext notes that a GET_CONTEXT on fd succeeded.
+func (s remoteSeam) gotContext(fd int) {
+	s.r.mu.Lock()
+	s.r.ctxs[fd] = true
+	s.r.mu.Unlock()
 }
 
 func (s remoteSeam) Ioctl(fd int, req uintptr, arg uintptr) (bool, error) {
@@ -146,10 +155,14 @@ func (s remoteSeam) Ioctl(fd int, req uintptr, arg uintptr) (bool, error) {
 		return false, nil
 	}
 	var h [24]byte
-	if uint64(req) == abi.RDMAVerbsIoctl && s.r.mem.Read(uint64(arg), h[:]) == nil && abi.Native.Uint16(h[2:]) == 0 && abi.Native.Uint16(h[4:]) == abi.UverbsMethodGetContext {
+	getCtx := uint64(req) == abi.RDMAVerbsIoctl && s.r.mem.Read(uint64(arg), h[:]) == nil && abi.Native.Uint16(h[2:]) == 0 && abi.Native.Uint16(h[4:]) == abi.UverbsMethodGetContext
+	if getCtx {
 		s.reopened(fd)
 	}
 	_, e := s.r.withSpare(simReq{Kind: kindIoctl, FD: int32(fd), A0: uint64(req), A1: uint64(arg)})
+	if getCtx && e == 0 {
+		s.gotContext(fd)
+	}
 	return true, errOf(e)
 }
 
@@ -158,12 +171,16 @@ func (s remoteSeam) Write(fd int, p uintptr, n int) (bool, int, error) {
 		return false, 0, nil
 	}
 	var h [4]byte
-	if n >= 8 && s.r.mem.Read(uint64(p), h[:]) == nil && abi.Native.Uint32(h[:]) == abi.UverbsCmdGetContext {
+	getCtx := n >= 8 && s.r.mem.Read(uint64(p), h[:]) == nil && abi.Native.Uint32(h[:]) == abi.UverbsCmdGetContext
+	if getCtx {
 		s.reopened(fd)
 	}
 	ret, e := s.r.withSpare(simReq{Kind: kindWrite, FD: int32(fd), A0: uint64(p), A1: uint64(n)})
 	if e != 0 {
 		return true, 0, e
+	}
+	if getCtx {
+		s.gotContext(fd)
 	}
 	return true, int(ret), nil
 }
