@@ -45,9 +45,10 @@ package uverbs
 //   - Doorbell records (dbrec.c): page-sized pages of cache_line_size
 //     slots, newest page with a free slot first, lowest free slot.
 //   - CQ (verbs.c create_cq 947, cq.c mlx5_alloc_cq_buf 1929): ncqe =
-//     roundup_pow2(cqe+1) (EINVAL above 2^24), 64-byte CQEs, buffer
+//     roundup_pow2(cqe+1) (EINVAL above 2^24), 64-byte CQEs (128 with
+//     MLX5_CQE_SIZE=128, get_cqe_size; other values EINVAL), buffer
 //     page-aligned, every op_own = INVALID<<4, command cqe = ncqe-1,
-//     driver data buf_addr/db_addr/cqe_size 64 and, with the NC UAR,
+//     driver data buf_addr/db_addr/cqe_size and, with the NC UAR,
 //     flags UAR_PAGE_INDEX + uar_page_index = its page_id.
 //   - QP (verbs.c create_qp 2271, sizing 1463–1808): default send ops
 //     (RC/UC: all incl. BIND_MW/LOCAL_INV → 192-byte overhead; UD: SEND,

@@ -9,7 +9,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"os"
 	"runtime"
+	"strconv"
 	"unsafe"
 
 	"github.com/go-rdma/rdmacm/internal/abi"
@@ -59,11 +61,17 @@ const (
 
 // mlx5CQ is struct mlx5_cq for the default CQ.
 type mlx5CQ struct {
-	p         *mlx5Provider
-	cq        *CQ
-	mem       []byte // the mapping
-	buf       []byte // ncqe * 64
-	mask      uint32 // ibcq->cqe (kernel's count, validated)
+	p    *mlx5Provider
+	cq   *CQ
+	mem  []byte // the mapping
+	buf  []byte // ncqe * cqe size
+	mask uint32 // ibcq->cqe (kernel's count, validated)
+	// A CQE is 64 bytes, or 128 (MLX5_CQE_SIZE=128) with its struct
+	// mlx5_cqe64 in the second half: slot n starts at n<<shift and its
+	// cqe64 at off64 past that; ring is the cqe64 of slot 0.
+	shift     uint8
+	off64     int
+	ring      unsafe.Pointer
 	consIndex uint32
 	armSN     uint32
 	cqn       uint32
@@ -77,6 +85,18 @@ type mlx5CQPending struct {
 	c *mlx5CQ
 }
 
+// mlx5CQESizeEnv is get_cqe_size without mlx5dv: the CQE size libmlx5
+// takes from the environment, read at every CQ creation as libmlx5 does,
+// so that a program moved from libmlx5 keeps its 128-byte CQEs.
+func mlx5CQESizeEnv() (int, bool) {
+	v, ok := os.LookupEnv("MLX5_CQE_SIZE")
+	if !ok {
+		return mlx5CQESize, true
+	}
+	n, _ := strconv.Atoi(v) // atoi: garbage is 0, refused below
+	return n, n == 64 || n == 128
+}
+
 // cqData allocates the buffer and doorbell record and returns
 // mlx5_ib_create_cq and the cqe count the command carries (ncqe-1).
 func (p *mlx5Provider) cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err error) {
@@ -87,17 +107,25 @@ func (p *mlx5Provider) cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err 
 	if ncqe > 1<<24 || ncqe < cqe+1 {
 		return nil, nil, 0, &rdma.OpError{Pkg: "uverbs", Op: "create CQ", Device: p.x.dev.Name, Err: fmt.Errorf("%w: %d entries: %w", ErrInvalidArgument, cqe, unix.EINVAL)}
 	}
-	c := &mlx5CQ{p: p, cq: cq, uidxKey: p.cqeVersion != 0, rsns: &p.qpns}
+	size, ok := mlx5CQESizeEnv()
+	if !ok {
+		return nil, nil, 0, &rdma.OpError{Pkg: "uverbs", Op: "create CQ", Device: p.x.dev.Name, Err: fmt.Errorf("%w: MLX5_CQE_SIZE %d is neither 64 nor 128: %w", ErrInvalidArgument, size, unix.EINVAL)}
+	}
+	c := &mlx5CQ{p: p, cq: cq, uidxKey: p.cqeVersion != 0, rsns: &p.qpns, shift: 6}
+	if size == 128 {
+		c.shift, c.off64 = 7, mlx5CQESize
+	}
 	if c.uidxKey {
 		c.rsns = &p.uidx
 	}
-	c.mem, err = mmapAnon(ncqe * mlx5CQESize)
+	c.mem, err = mmapAnon(ncqe * size)
 	if err != nil {
 		return nil, nil, 0, opErr("create CQ buffer", p.x.dev.Name, err)
 	}
-	c.buf = c.mem[:ncqe*mlx5CQESize]
+	c.buf = c.mem[:ncqe*size]
+	c.ring = unsafe.Pointer(&c.buf[c.off64])
 	for i := 0; i < ncqe; i++ {
-		c.buf[i*mlx5CQESize+cqeOpOwn] = mlx5CQEInvalid << 4
+		c.buf[i*size+c.off64+cqeOpOwn] = mlx5CQEInvalid << 4
 	}
 	c.db, err = p.allocDB()
 	if err != nil {
@@ -105,7 +133,7 @@ func (p *mlx5Provider) cqData(cq *CQ, cqe int) (in, out []byte, cmdCQE int, err 
 		return nil, nil, 0, opErr("create CQ doorbell record", p.x.dev.Name, err)
 	}
 	c.db[mlx5CQSetCI], c.db[mlx5CQArmDB] = 0, 0
-	req := abi.MLX5CreateCQ{BufAddr: addrOf(c.buf), DBAddr: uint64(uintptr(unsafe.Pointer(c.db))), CQESize: mlx5CQESize}
+	req := abi.MLX5CreateCQ{BufAddr: addrOf(c.buf), DBAddr: uint64(uintptr(unsafe.Pointer(c.db))), CQESize: uint32(size)}
 	if p.ncUAR != nil {
 		req.Flags |= abi.MLX5CreateCQFlagsUARPageIx
 		req.UARPageIndex = uint16(p.ncUAR.pageID)
@@ -129,7 +157,7 @@ func (c *mlx5CQ) free() {
 	c.db = nil
 	if c.mem != nil {
 		unix.Munmap(c.mem)
-		c.mem, c.buf = nil, nil
+		c.mem, c.buf, c.ring = nil, nil, nil
 	}
 }
 
@@ -144,9 +172,9 @@ func (p *mlx5Provider) newCQ(cq *CQ, out []byte) (cqOps, error) {
 	// ibcq->cqe is the kernel's answer; libmlx5 masks with it. Accept
 	// only a mask inside our buffer.
 	m := uint32(cq.cqe)
-	if cq.cqe < 0 || m&(m+1) != 0 || int(m) >= len(c.buf)/mlx5CQESize {
+	if cq.cqe < 0 || m&(m+1) != 0 || int(m) >= len(c.buf)>>c.shift {
 		c.free()
-		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: kernel CQ size %d for a %d-entry buffer", ErrInvalidArgument, cq.cqe, len(c.buf)/mlx5CQESize))
+		return nil, opErr("create CQ", p.x.dev.Name, fmt.Errorf("%w: kernel CQ size %d for a %d-entry buffer", ErrInvalidArgument, cq.cqe, len(c.buf)>>c.shift))
 	}
 	c.mask = m
 	return c, nil
@@ -159,9 +187,16 @@ func (c *mlx5CQ) close() error {
 	return nil
 }
 
+// cqe is the struct mlx5_cqe64 of slot n.
 func (c *mlx5CQ) cqe(n uint32) []byte {
-	i := int(n&c.mask) * mlx5CQESize
+	i := int(n&c.mask)<<c.shift + c.off64
 	return c.buf[i : i+mlx5CQESize : i+mlx5CQESize]
+}
+
+// slot is the whole CQE of slot n (64 or 128 bytes).
+func (c *mlx5CQ) slot(n uint32) []byte {
+	i := int(n&c.mask) << c.shift
+	return c.buf[i : i+1<<c.shift : i+1<<c.shift]
 }
 
 // swCQE is get_sw_cqe: the CQE at n if software owns it.
@@ -196,7 +231,7 @@ func (c *mlx5CQ) pollList(wc []WC) int {
 		// CQEs long (newCQ checks it).
 		// unsafe: the ring is mmap'd, and slicing it here cost 4-12% per WR (BenchmarkGoSide).
 		ci := c.consIndex
-		e := (*[mlx5CQESize]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.buf)), uintptr(ci&c.mask)*mlx5CQESize))
+		e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<c.shift))
 		if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || ((own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) && mlx5Mutant != mutantOwnerList) {
 			break
 		}
@@ -255,7 +290,7 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	w := &wc[0]
 	ci := c.consIndex
 	// unsafe: as in pollList, an mmap'd ring at a masked index.
-	e := (*[mlx5CQESize]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.buf)), uintptr(ci&c.mask)*mlx5CQESize))
+	e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<c.shift))
 	if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || ((own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) && mlx5Mutant != mutantOwnerOne) {
 		if mlx5Mutant != mutantCQCIEmpty {
 			c.updateCI()
@@ -350,12 +385,16 @@ func (c *mlx5CQ) parse(e []byte, w *WC) bool {
 		ctr := be16(e, cqeWQECounter)
 		idx := uint32(ctr) & (wq.wqeCnt - 1)
 		mlx5GoodReq(w, e)
+		// The data is where handle_responder finds it: in the cqe64
+		// (32), or in the 64 bytes before it (64, 128-byte CQEs only).
+		// libmlx5 before v64 passed the slot's void pointer here (and
+		// that pointer minus one byte), which misplaced both on
+		// 128-byte CQEs (rdma-core 45184d2c8).
 		var st rdma.WCStatus
 		if e[cqeOpOwn]&mlx5InlineScatter32 != 0 {
 			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e), int(w.ByteLen))
 		} else if e[cqeOpOwn]&mlx5InlineScatter64 != 0 {
-			// libmlx5 passes (void *)cqe - 1 here.
-			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e)-1, int(w.ByteLen))
+			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e)-mlx5CQESize, int(w.ByteLen))
 			if mlx5Mutant == mutantScatter64R {
 				st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e), int(w.ByteLen))
 			}
@@ -659,7 +698,7 @@ func (c *mlx5CQ) clean(rsn uint32, srq *mlx5SRQ) {
 		} else if nfreed != 0 {
 			d := c.cqe(prod + nfreed)
 			owner := d[cqeOpOwn] & mlx5CQEOwnerMask
-			copy(d, e)
+			copy(c.slot(prod+nfreed), c.slot(prod))
 			if mlx5Mutant != mutantCleanOwner {
 				d[cqeOpOwn] = owner | d[cqeOpOwn]&^mlx5CQEOwnerMask
 			}

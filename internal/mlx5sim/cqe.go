@@ -23,7 +23,8 @@ const (
 	mlx5OpcodeSend  = 0x0a
 )
 
-// Exec runs a device-side scenario line. The only one is
+// Exec runs a device-side scenario line: notify CQ (a completion event,
+// cqevent.go), or
 //
 //	cqe CQ op=req|resp_send|resp_send_imm|resp_wr_imm|req_err|resp_err qp=QP counter=N
 //	    [bytes=N] [imm=X] [syndrome=X] [vendor=X] [sop=X] [scatter=32|64] [data=HEX] [src_qp=X] [grh=1]
@@ -45,6 +46,9 @@ func (d *Device) Exec(mem Mem, line string) unix.Errno {
 
 func (d *Device) exec(mem Mem, line string) unix.Errno {
 	f := strings.Fields(line)
+	if len(f) == 2 && f[0] == "notify" {
+		return d.notify(mem, f[1])
+	}
 	if len(f) < 2 || f[0] != "cqe" {
 		return unix.EINVAL
 	}

@@ -104,6 +104,7 @@ type object struct {
 	cqn         uint32
 	prod        uint32 // producer index of injected CQEs
 	channel     string
+	cqEv        cqEvents
 
 	// qp
 	qpn, uidx    uint32

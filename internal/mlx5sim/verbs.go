@@ -395,6 +395,7 @@ type cqArgs struct {
 	cqe, vector uint32
 	channel     int32
 	flags       uint32
+	uhandle     uint64 // what a completion event carries (cqevent.go)
 }
 
 func (c *call) channelName(fd int32) string {
@@ -446,7 +447,8 @@ func (c *call) createCQ(a cqArgs) (*object, unix.Errno) {
 	if u.BufAddr == 0 || u.DBAddr == 0 {
 		return nil, unix.EFAULT
 	}
-	o := &object{kind: "cq", name: c.d.next("cq"), cqBuf: u.BufAddr, cqDB: u.DBAddr, ncqe: ncqe, cqeSize: int(u.CQESize), cqn: c.d.nextCQN, channel: ch}
+	o := &object{kind: "cq", name: c.d.next("cq"), cqBuf: u.BufAddr, cqDB: u.DBAddr, ncqe: ncqe, cqeSize: int(u.CQESize), cqn: c.d.nextCQN, channel: ch,
+		cqEv: cqEvents{fd: int(a.channel), uhandle: a.uhandle}}
 	c.d.nextCQN++
 	c.add(o)
 	c.d.addRegion(o, o.name+".buf", o.cqBuf, ncqe*o.cqeSize)
@@ -468,7 +470,7 @@ func (c *call) cqCreated(o *object) unix.Errno {
 
 func (c *call) writeCreateCQ(in []byte, out outbuf) unix.Errno {
 	req := abi.Decode[abi.UverbsCreateCQ](in)
-	o, e := c.createCQ(cqArgs{cqe: req.CQE, vector: req.CompVector, channel: req.CompChannel})
+	o, e := c.createCQ(cqArgs{cqe: req.CQE, vector: req.CompVector, channel: req.CompChannel, uhandle: req.UserHandle})
 	if e != 0 {
 		return c.finish(e)
 	}
@@ -490,7 +492,7 @@ func (c *call) writeExCreateCQ(in []byte, out outbuf) unix.Errno {
 		Handle, CQE, CompMask, RespLen uint32
 	}
 	user := in[8:]
-	a := cqArgs{cqe: abi.Native.Uint32(user), vector: abi.Native.Uint32(user[4:]), channel: int32(abi.Native.Uint32(user[8:])), flags: abi.Native.Uint32(user[16:])}
+	a := cqArgs{cqe: abi.Native.Uint32(user), vector: abi.Native.Uint32(user[4:]), channel: int32(abi.Native.Uint32(user[8:])), flags: abi.Native.Uint32(user[16:]), uhandle: abi.Native.Uint64(in)}
 	if abi.Native.Uint32(user[12:]) != 0 { // comp_mask
 		c.descf("CREATE_CQ comp_mask set")
 		return c.finish(unix.EINVAL)
@@ -523,7 +525,7 @@ func (c *call) ioctlCreateCQ() unix.Errno {
 		c.descf("CREATE_CQ")
 		return c.finish(e)
 	}
-	if _, _, e = ic.u64(abi.UverbsAttrCreateCQUserHandle); e != 0 {
+	if a.uhandle, _, e = ic.u64(abi.UverbsAttrCreateCQUserHandle); e != 0 {
 		c.descf("CREATE_CQ")
 		return c.finish(e)
 	}
@@ -579,19 +581,21 @@ func (c *call) destroyCQ(h uint32) (*object, unix.Errno) {
 
 func (c *call) writeDestroyCQ(in []byte, out outbuf) unix.Errno {
 	req := abi.Decode[abi.UverbsDestroyCQ](in)
-	if _, e := c.destroyCQ(req.CQHandle); e != 0 {
+	o, e := c.destroyCQ(req.CQHandle)
+	if e != 0 {
 		return c.finish(e)
 	}
-	var r abi.UverbsDestroyCQResp
+	r := abi.UverbsDestroyCQResp{CompEventsReported: o.cqEv.reported}
 	return c.finish(c.resp(out, abi.Bytes(&r)))
 }
 
 func (c *call) ioctlDestroyCQ() unix.Errno {
 	h, _ := c.ic.data(abi.UverbsAttrDestroyCQHandle)
-	if _, e := c.destroyCQ(uint32(h)); e != 0 {
+	o, e := c.destroyCQ(uint32(h))
+	if e != 0 {
 		return c.finish(e)
 	}
-	var r abi.UverbsDestroyCQResp
+	r := abi.UverbsDestroyCQResp{CompEventsReported: o.cqEv.reported}
 	return c.finish(c.ic.out(abi.UverbsAttrDestroyCQResp, abi.Bytes(&r)))
 }
 

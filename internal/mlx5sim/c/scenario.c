@@ -1227,6 +1227,80 @@ static void cmd_close(struct args *a)
 }
 
 /* ---------------------------------------------------------------------------
+ * CQ commands beyond cq/poll/arm (the Go twin: ../scenario/cq_linux.go).
+ *
+ *   setenv NAME=VALUE   the environment libmlx5 reads (MLX5_CQE_SIZE)
+ *   unsetenv NAME
+ *   get_event CHANNEL   ibv_get_cq_event, then ibv_ack_cq_events(cq, 1), as
+ *                       the Go side's CompChannel.Wait; record "event cq=NAME"
+ *   reset QP            ibv_modify_qp to RESET (libmlx5 cleans the CQs)
+ *
+ * and the device-side line "notify CQ", sent to the device like "cqe".
+ */
+
+static void cmd_setenv(struct args *a)
+{
+	positionals(a, 0, 0);
+	if (a->nkv != 1 || !a->val[0])
+		die("setenv: want NAME=VALUE");
+	a->used[0] = true;
+	done(a);
+	if (setenv(a->key[0], a->val[0], 1))
+		die("setenv %s: %s", a->key[0], strerror(errno));
+}
+
+static void cmd_unsetenv(struct args *a)
+{
+	positionals(a, 1, 1);
+	done(a);
+	if (unsetenv(a->pos[0]))
+		die("unsetenv %s: %s", a->pos[0], strerror(errno));
+}
+
+static void cmd_get_event(struct args *a)
+{
+	struct ibv_comp_channel *ch;
+	const char *name = "?";
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	positionals(a, 1, 1);
+	done(a);
+	need_ctx();
+	ch = need_obj(a->pos[0], OBJ_CHANNEL)->u.channel;
+	errno = 0;
+	if (ibv_get_cq_event(ch, &cq, &cq_ctx)) {
+		record_err(errno);
+		return;
+	}
+	for (int i = 0; i < nobjs; i++)
+		if (objs[i].kind == OBJ_CQ && objs[i].u.cq == cq)
+			name = objs[i].name;
+	record("event cq=%s", name);
+	ibv_ack_cq_events(cq, 1);
+}
+
+static void cmd_reset(struct args *a)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp *qp;
+	int ret;
+
+	positionals(a, 1, 1);
+	done(a);
+	need_ctx();
+	qp = need_obj(a->pos[0], OBJ_QP)->u.qp;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RESET;
+	errno = 0;
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (ret)
+		record_err(verb_errno(ret));
+}
+
+/* End of the CQ commands. */
+
+/* ---------------------------------------------------------------------------
  * The main loop.
  */
 
@@ -1259,6 +1333,10 @@ static const struct command commands[] = {
 	{ "dump", cmd_dump },
 	{ "destroy", cmd_destroy },
 	{ "close", cmd_close },
+	{ "setenv", cmd_setenv },
+	{ "unsetenv", cmd_unsetenv },
+	{ "get_event", cmd_get_event },
+	{ "reset", cmd_reset },
 };
 
 /* The line's text, in place: the comment removed, the words joined by
@@ -1299,7 +1377,7 @@ static void run_line(char *text)
 
 	if (!strcmp(a.cmd, "profile"))
 		return; /* device side only */
-	if (!strcmp(a.cmd, "cqe")) {
+	if (!strcmp(a.cmd, "cqe") || !strcmp(a.cmd, "notify")) {
 		/* Device side: it writes the CQE. No snapshot. */
 		if (verbose)
 			printf("%s\n", label);

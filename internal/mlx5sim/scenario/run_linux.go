@@ -68,7 +68,7 @@ func (r *Runner) Run(lines []Line) error {
 		switch l.Verb {
 		case "profile":
 			continue
-		case "cqe":
+		case "cqe", "notify":
 			if err := r.Dev.Exec(l.Text); err != nil {
 				return fmt.Errorf("line %d: device refused %q: %w", l.Num, l.Text, err)
 			}
@@ -229,6 +229,8 @@ func (r *Runner) step(l Line) error {
 		return q.SetECE(ece.ECE{VendorID: uint32(vendor), Options: uint32(opts)})
 	case "srq", "srq_recv", "arm_srq", "query_srq":
 		return r.srqStep(l)
+	case "setenv", "unsetenv", "get_event", "reset":
+		return r.cqStep(l)
 	case "dump":
 		return r.dump(l)
 	case "destroy":
