@@ -292,9 +292,7 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	// unsafe: as in pollList, an mmap'd ring at a masked index.
 	e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<c.shift))
 	if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || ((own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) && mlx5Mutant != mutantOwnerOne) {
-		if mlx5Mutant != mutantCQCIEmpty {
-			c.updateCI()
-		}
+		c.updateCI()
 		return 0
 	}
 	c.consIndex = ci + 1
@@ -329,7 +327,9 @@ func (c *mlx5CQ) poll(wc []WC) int {
 		c.updateCI()
 		return -1
 	}
-	c.updateCI()
+	if mlx5Mutant != mutantCQCILate {
+		c.updateCI()
+	}
 	return 1
 }
 

@@ -54,7 +54,7 @@ const (
 	mutantRQBarrier // rqbarrier: no udma_to_device_barrier before the RQ doorbell record
 	mutantSRQDB     // srqdb: the SRQ doorbell record counts one WR per call
 	mutantCQCI      // cqci: set_ci in host byte order
-	mutantCQCIEmpty // cqciempty: a poll of one on an empty CQ leaves set_ci unwritten
+	mutantCQCILate  // cqcilate: a poll of one leaves set_ci to the next poll
 
 	// BlueFlame.
 	mutantBarrier  // barrier: mmio_wc_start moved after the BlueFlame copy

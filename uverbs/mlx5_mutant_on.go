@@ -41,7 +41,7 @@ var mlx5MutantNames = map[string]int{
 	"rqbarrier":     mutantRQBarrier,
 	"srqdb":         mutantSRQDB,
 	"cqci":          mutantCQCI,
-	"cqciempty":     mutantCQCIEmpty,
+	"cqcilate":      mutantCQCILate,
 	"barrier":       mutantBarrier,
 	"bftoggle":      mutantBFToggle,
 	"bfnone":        mutantBFNone,

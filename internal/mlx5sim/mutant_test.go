@@ -26,7 +26,8 @@ type mutant struct {
 	// files are the scenarios that must catch it, tried first to last;
 	// none: the whole matrix. Each runs under every profile it fits.
 	files []string
-	// want is in the report of the first difference: where it shows.
+	// want is in the first line of either side of the report of the
+	// first difference: where the defect shows ("a|b": a or b).
 	want string
 	// fences: seen only in the fence events, which the C side records
 	// on amd64 alone.
@@ -75,14 +76,14 @@ var mutants = []mutant{
 	{name: "rqbarrier", files: []string{"completions.scn"}, escapes: "udma_to_device_barrier is no instruction on amd64 (in libmlx5 too), and other GOARCHes compare no fences"},
 	{name: "srqdb", files: []string{"srq_basic.scn"}, want: "srq0.db"},
 	{name: "cqci", files: []string{"completions.scn"}, want: "cq0.db"},
-	{name: "cqciempty", files: []string{"completions.scn"}, escapes: "no scenario polls one WC from an empty CQ whose consumer index moved since the last set_ci"},
+	{name: "cqcilate", files: []string{"completions.scn"}, want: "cq0.db"},
 	{name: "barrier", files: []string{"send_opcodes.scn"}, want: "uar6+", fences: true},
 	{name: "bftoggle", files: []string{"send_opcodes.scn"}, want: "uar6+"},
 	{name: "bfnone", files: []string{"send_opcodes.scn"}, want: "uar6+"},
 	{name: "bfcopy", files: []string{"send_opcodes.scn"}, want: "uar6+"},
 	{name: "bfmulti", files: []string{"atomic_send.scn"}, want: "uar6+"},
-	{name: "owner1", files: []string{"wrap.scn"}, escapes: "no scenario polls one WC where a stale CQE of the previous lap sits at the consumer index"},
-	{name: "ownerlist", files: []string{"wrap.scn"}, want: "fence lfence", fences: true},
+	{name: "owner1", files: []string{"cq_poll_one.scn"}, want: "rec poll|rec wc"},
+	{name: "ownerlist", files: []string{"cq_arm_events.scn"}, want: "fence lfence|rec wc"},
 	{name: "pollbarrier", files: []string{"completions.scn"}, want: "fence lfence", fences: true},
 	{name: "cqeop", files: []string{"completions.scn"}, want: "rec wc"},
 	{name: "bytecnt", files: []string{"completions.scn"}, want: "rec wc"},
@@ -93,18 +94,18 @@ var mutants = []mutant{
 	{name: "srcqp", files: []string{"scatter.scn"}, want: "rec wc"},
 	{name: "grh", files: []string{"scatter.scn"}, want: "rec wc"},
 	{name: "sl", files: []string{"scatter.scn"}, want: "rec wc"},
-	{name: "scat64", files: []string{"scatter.scn"}, escapes: "no scenario scatters 64 bytes of a receive into a 128-byte CQE"},
-	{name: "scat64req", files: []string{"scatter.scn"}, escapes: "no scenario scatters 64 bytes of an RDMA READ response into a 128-byte CQE"},
+	{name: "scat64", files: []string{"cq_scatter128.scn"}, want: "rec mem"},
+	{name: "scat64req", files: []string{"cq_scatter128.scn"}, escapes: "no scenario scatters 64 bytes of an RDMA READ response into a 128-byte CQE (libmlx5 v44 copies it from one byte before the CQE slot, our provider from the slot)"},
 	{name: "scat32", files: []string{"scatter.scn"}, want: "rec mem"},
-	{name: "armci", files: []string{"arm.scn"}, escapes: "no scenario arms a CQ with a nonzero consumer index"},
-	{name: "armsn", files: []string{"arm.scn"}, escapes: "no scenario reads a completion event between two arms"},
+	{name: "armci", files: []string{"cq_arm_events.scn"}, want: "cq0.db"},
+	{name: "armsn", files: []string{"cq_arm_events.scn"}, want: "cq0.db"},
 	{name: "armcmd", files: []string{"arm.scn"}, want: "cq0.db"},
 	{name: "armcqn", files: []string{"arm.scn"}, want: "uar0+"},
 	{name: "armdbrec", files: []string{"arm.scn"}, want: "cq0.db"},
 	{name: "armbarrier", files: []string{"arm.scn"}, want: "fence sfence", fences: true},
 	{name: "cleandestroy", files: []string{"srq_basic.scn"}, want: "cq1.db"},
-	{name: "cleanreset", files: []string{"completions.scn"}, escapes: "no scenario moves a QP with queued CQEs to RESET"},
-	{name: "cleanowner", files: []string{"srq_basic.scn"}, escapes: "no scenario cleans a CQ whose kept CQEs must move"},
+	{name: "cleanreset", files: []string{"cq_clean.scn"}, want: "cq0.buf"},
+	{name: "cleanowner", files: []string{"cq_clean.scn"}, want: "cq0.buf"},
 	{name: "srqfree", files: []string{"srq_basic.scn"}, want: "srq0.buf"},
 	{name: "srqterm", files: []string{"srq_basic.scn"}, want: "srq0.buf"},
 	{name: "ececreate", files: []string{"ece.scn"}, want: "CREATE_QP"},
@@ -289,8 +290,10 @@ func firstDiffShows(report, want string) bool {
 			continue
 		}
 		seen[l[0]] = true
-		if strings.Contains(l, want) {
-			return true
+		for _, w := range strings.Split(want, "|") {
+			if strings.Contains(l, w) {
+				return true
+			}
 		}
 	}
 	return false
