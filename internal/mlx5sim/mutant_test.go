@@ -109,7 +109,7 @@ var mutants = []mutant{
 	{name: "srqfree", files: []string{"srq_basic.scn"}, want: "srq0.buf"},
 	{name: "srqterm", files: []string{"srq_basic.scn"}, want: "srq0.buf"},
 	{name: "ececreate", files: []string{"ece.scn"}, want: "CREATE_QP"},
-	{name: "ececlear", files: []string{"ece.scn"}, escapes: "no scenario queries ECE after set_ece and before the modify"},
+	{name: "ececlear", files: []string{"ece_query_set.scn"}, want: "rec ece"},
 	{name: "ecemodify", files: []string{"ece.scn"}, want: "MODIFY_QP"},
 	{name: "sqinline", files: []string{"send_opcodes.scn"}, want: "CREATE_QP"},
 	{name: "sqpow2", files: []string{"send_opcodes.scn"}, want: "CREATE_QP"},
