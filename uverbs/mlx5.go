@@ -201,7 +201,7 @@ func mlx5UARCounts(pageSize int) (tot, lowLat int) {
 // (mlx5_alloc_context + mlx5_cmd_get_context).
 func (p *mlx5Provider) contextData() (ins [][]byte, out []byte) {
 	if p.pageSize == 0 {
-		p.pageSize = os.Getpagesize()
+		p.pageSize = kcall.PageSize()
 	}
 	p.totUUARs, p.lowLatUUARs = mlx5UARCounts(p.pageSize)
 	req := abi.MLX5AllocUcontextReqV2{
@@ -228,7 +228,7 @@ func (p *mlx5Provider) parseContextResp(out []byte) {
 	p.numPorts = int(r.NumPorts)
 	p.cqeVersion, p.cmdsSuppUhw = r.CQEVersion, r.CmdsSuppUhw
 	if p.pageSize == 0 {
-		p.pageSize = os.Getpagesize()
+		p.pageSize = kcall.PageSize()
 	}
 	// adjust_uar_info: an old kernel reports neither.
 	if r.LogUARSize == 0 && r.NumUARsPerPage == 0 {
@@ -545,7 +545,7 @@ func (p *mlx5Provider) close() error {
 // mmapAnon maps n bytes (whole pages) of zeroed anonymous memory, excluded
 // from fork (libmlx5 mlx5_alloc_buf: posix_memalign + ibv_dontfork_range).
 func mmapAnon(n int) ([]byte, error) {
-	page := os.Getpagesize()
+	page := kcall.PageSize()
 	n = (n + page - 1) / page * page
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {

@@ -1,0 +1,68 @@
+//go:build linux
+
+package mlx5sim_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-rdma/rdmacm/internal/mlx5sim/scenario"
+)
+
+// pageProfiles are the profiles TestDifferentialPageSizes runs every
+// scenario under: a simulated kernel with 16 KiB and with 64 KiB pages
+// (arm64 DPUs and RHEL's arm64 kernels), with static and with dynamic
+// UARs. With 4 KiB UARs several share one system page, so the bfreg
+// counts, mmap offsets, UAR and doorbell-record pages all move.
+var pageProfiles = []string{
+	"uar=static ece=1 iface=ioctl page=16384",
+	"uar=dynamic ece=1 iface=ioctl page=16384",
+	"uar=static ece=0 iface=write page=65536",
+	"uar=dynamic ece=1 iface=ioctl page=65536",
+}
+
+// TestDifferentialPageSizes is TestDifferential on kernels with larger
+// pages: both stacks read the profile's page size (libmlx5 through the
+// shim's sysconf, ours through kcall.PageSize) and must still agree byte
+// for byte.
+func TestDifferentialPageSizes(t *testing.T) {
+	shim, scn := cSide(t)
+	files, _ := filepath.Glob("testdata/*.scn")
+	for _, f := range files {
+		for _, prof := range pageProfiles {
+			if !scenario.FileFits(f, prof) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%s", filepath.Base(f), strings.ReplaceAll(prof, " ", ",")), func(t *testing.T) {
+				diffOne(t, shim, scn, f, prof)
+			})
+		}
+	}
+}
+
+// TestPageSizeSeen checks that the page size reaches both stacks: the
+// context request's bfreg count (libmlx5 asks for PAGE_SIZE/4096 * 2,
+// at least 16) and the UAR mmaps' length.
+func TestPageSizeSeen(t *testing.T) {
+	shim, scn := cSide(t)
+	for _, c := range []struct {
+		page, bfregs int
+	}{{4096, 16}, {16384, 16}, {65536, 32}} {
+		prof := fmt.Sprintf("uar=static ece=1 iface=ioctl page=%d", c.page)
+		g, err := runChild(t, "testdata/arm.scn", prof)
+		if err != nil {
+			t.Fatalf("%s: Go side: %v", prof, err)
+		}
+		for side, tr := range map[string][]string{"C": runC(t, shim, scn, "testdata/arm.scn", prof), "Go": g} {
+			all := strings.Join(tr, "\n")
+			if want := fmt.Sprintf("bfregs=%d ", c.bfregs); !strings.Contains(all, want) {
+				t.Errorf("%s, %s side: no context request with %q", prof, side, want)
+			}
+			if want := fmt.Sprintf("len=%d prot=0x2 uar0 -> ok", c.page); !strings.Contains(all, want) {
+				t.Errorf("%s, %s side: no UAR mmap of %d bytes (%q)", prof, side, c.page, want)
+			}
+		}
+	}
+}
