@@ -202,6 +202,9 @@ func mlx5UARCounts(pageSize int) (tot, lowLat int) {
 func (p *mlx5Provider) contextData() (ins [][]byte, out []byte) {
 	if p.pageSize == 0 {
 		p.pageSize = kcall.PageSize()
+		if mlx5Mutant == mutantPage4K {
+			p.pageSize = 4096
+		}
 	}
 	p.totUUARs, p.lowLatUUARs = mlx5UARCounts(p.pageSize)
 	req := abi.MLX5AllocUcontextReqV2{

@@ -105,4 +105,5 @@ const (
 	// Sizing.
 	mutantSQInline // sqinline: max_inline_data counts the inline header's 4 bytes
 	mutantSQPow2   // sqpow2: the send queue not rounded up to a power of two
+	mutantPage4K   // page4k: the provider assumes 4 KiB pages, whatever the kernel's
 )

@@ -77,6 +77,7 @@ var mlx5MutantNames = map[string]int{
 	"ececlear":      mutantECEClear,
 	"ecemodify":     mutantECEModify,
 	"sqinline":      mutantSQInline,
+	"page4k":        mutantPage4K,
 	"sqpow2":        mutantSQPow2,
 }
 

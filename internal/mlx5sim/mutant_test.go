@@ -26,6 +26,8 @@ type mutant struct {
 	// files are the scenarios that must catch it, tried first to last;
 	// none: the whole matrix. Each runs under every profile it fits.
 	files []string
+	// profiles replace the matrix's (diffProfiles) when set.
+	profiles []string
 	// want is in the first line of either side of the report of the
 	// first difference: where the defect shows ("a|b": a or b).
 	want string
@@ -112,6 +114,7 @@ var mutants = []mutant{
 	{name: "ececlear", files: []string{"ece_query_set.scn"}, want: "rec ece"},
 	{name: "ecemodify", files: []string{"ece.scn"}, want: "MODIFY_QP"},
 	{name: "sqinline", files: []string{"send_opcodes.scn"}, want: "CREATE_QP"},
+	{name: "page4k", files: []string{"send_opcodes.scn"}, profiles: []string{"uar=static ece=1 iface=ioctl page=65536"}, want: "GET_CONTEXT"},
 	{name: "sqpow2", files: []string{"send_opcodes.scn"}, want: "CREATE_QP"},
 }
 
@@ -191,7 +194,10 @@ func TestMutantsCaught(t *testing.T) {
 		t.Fatalf("building the mutant: %v\n%s", err, out)
 	}
 	all, _ := filepath.Glob("testdata/*.scn")
-	cells := func(files []string) (c [][2]string) {
+	cells := func(files, profiles []string) (c [][2]string) {
+		if len(profiles) == 0 {
+			profiles = diffProfiles
+		}
 		if len(files) == 0 || survey {
 			files = all
 		} else {
@@ -200,7 +206,7 @@ func TestMutantsCaught(t *testing.T) {
 			}
 		}
 		for _, f := range files {
-			for _, p := range diffProfiles {
+			for _, p := range profiles {
 				if scenario.FileFits(f, p) {
 					c = append(c, [2]string{f, p})
 				}
@@ -244,7 +250,7 @@ func TestMutantsCaught(t *testing.T) {
 				t.Parallel()
 				var err error
 				var where [2]string
-				for _, c := range cells(append([]string(nil), m.files...)) {
+				for _, c := range cells(append([]string(nil), m.files...), m.profiles) {
 					if err = compare(m.name, c[0], c[1]); err != nil {
 						where = c
 						break
