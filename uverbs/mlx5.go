@@ -724,8 +724,23 @@ var mlx5RateTable = [...]uint8{0, 0, 7, 8, 9, 10, 11, 12, 13, 14, 15, 11, 13, 15
 // libmlx5 asks for (mlx5_alloc_pd) and this package does not use.
 func (*mlx5Provider) pdData() []byte { return make([]byte, 4) }
 
-func (p *mlx5Provider) ahData() []byte {
-	return make([]byte, unsafe.Sizeof(abi.MLX5CreateAHResp{}))
+// ahData is the start of mlx5_create_ah: a port out of range, or an AH
+// without a GRH on a RoCE port or on one that requires a GRH, fails
+// before the kernel sees it.
+func (p *mlx5Provider) ahData(a qp.AH) ([]byte, error) {
+	port := int(a.PortNum)
+	if port < 1 || port > min(p.numPorts, mlx5MaxPortsNum) {
+		return nil, fmt.Errorf("%w: port %d", ErrInvalidArgument, port)
+	}
+	if !a.IsGlobal && (p.linkLayer[port-1] == LinkEthernet || p.portFlags[port-1] != 0) {
+		return nil, fmt.Errorf("%w: an AH without a GRH on port %d, which needs one", ErrInvalidArgument, port)
+	}
+	if p.linkLayer[port-1] == LinkEthernet {
+		if err := p.gidTypeErr(port, int(a.GRH.SGIDIndex)); err != nil {
+			return nil, err
+		}
+	}
+	return make([]byte, unsafe.Sizeof(abi.MLX5CreateAHResp{})), nil
 }
 
 // ahCreated builds the address vector from the attributes and the
@@ -789,6 +804,30 @@ func (p *mlx5Provider) gidIsRoCEv2(port, idx int) bool {
 	}
 	b, err := os.ReadFile(filepath.Join(p.x.dev.SysPath, "ports", fmt.Sprint(port), "gid_attrs", "types", fmt.Sprint(idx)))
 	return err == nil && strings.TrimSpace(string(b)) == "RoCE v2"
+}
+
+// gidTypeErr is where ibv_query_gid_type fails in mlx5_create_ah: a GID
+// index without a type in sysfs on a port that has GID attributes, i.e.
+// past the port's GID table. The kernel's QUERY_GID_ENTRY refuses it with
+// EINVAL, libibverbs' sysfs fallback (write() mode) with EFAULT. An entry
+// whose type cannot be read (EINVAL: an empty GID) is RoCE v1, as there.
+func (p *mlx5Provider) gidTypeErr(port, idx int) error {
+	if p.x == nil || p.x.dev.SysPath == "" {
+		return nil
+	}
+	dir := filepath.Join(p.x.dev.SysPath, "ports", fmt.Sprint(port), "gid_attrs")
+	_, err := os.ReadFile(filepath.Join(dir, "types", fmt.Sprint(idx)))
+	if err == nil || errors.Is(err, unix.EINVAL) {
+		return nil
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil // a kernel without GID attributes: every GID is v1
+	}
+	errno := unix.EFAULT
+	if p.x.nativeIoctl {
+		errno = unix.EINVAL
+	}
+	return fmt.Errorf("no type for GID %d of port %d: %w", idx, port, errno)
 }
 
 // mlx5UDPSport is mlx5_ah_set_udp_sport: ibv_flow_label_to_udp_sport of

@@ -247,7 +247,10 @@ func (pd *PD) CreateAH(attr qp.AH) (*AH, error) {
 	defer x.mu.Unlock()
 	req := abi.UverbsCreateAH{UserHandle: x.handle(), PDHandle: pd.handle, Attr: ahAttr(attr)}
 	var resp abi.UverbsCreateAHResp
-	drvOut := x.prov.ahData()
+	drvOut, err := x.prov.ahData(attr)
+	if err != nil {
+		return nil, opErr("create AH", x.dev.Name, err)
+	}
 	if err := x.exec(&cmd{num: abi.UverbsCmdCreateAH, in: abi.Bytes(&req), respPtr: true, out: abi.Bytes(&resp), drvOut: drvOut}); err != nil {
 		return nil, opErr("create AH", x.dev.Name, err)
 	}

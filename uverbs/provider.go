@@ -41,7 +41,9 @@ type provider interface {
 	newQP(q *QP, out []byte) (qpOps, error)
 	// pdData returns a buffer for ALLOC_PD's driver output (nil: none).
 	pdData() (out []byte)
-	ahData() (out []byte)
+	// ahData checks an AH as the provider does before the command and
+	// returns a buffer for the driver output.
+	ahData(attr qp.AH) (out []byte, err error)
 	ahCreated(ah *AH, out []byte)
 	// modifyQPData returns driver data for a modify; ex asks for
 	// EX_MODIFY_QP even without RATE_LIMIT. modifyQPDone follows a
@@ -111,7 +113,7 @@ func (genericProvider) qpAbort(*QP)                                 {}
 func (genericProvider) allocQP() *QP                                { return new(QP) }
 func (genericProvider) newCQ(*CQ, []byte) (cqOps, error)            { return nil, nil }
 func (genericProvider) pdData() []byte                              { return nil }
-func (genericProvider) ahData() []byte                              { return nil }
+func (genericProvider) ahData(qp.AH) ([]byte, error)                { return nil, nil }
 func (genericProvider) ahCreated(*AH, []byte)                       {}
 func (genericProvider) modifyQPDone(*QP, *qp.Attr, qp.Mask, []byte) {}
 func (genericProvider) newQP(*QP, []byte) (qpOps, error)            { return nil, nil }

@@ -138,7 +138,9 @@ func putRxeDoorbell(b *[rxeDoorbellSize]byte, qpHandle uint32, resp uint64) {
 
 func (*rxeProvider) pdData() []byte { return nil }
 
-func (*rxeProvider) ahData() []byte { return make([]byte, unsafe.Sizeof(abi.RxeCreateAHResp{})) }
+func (*rxeProvider) ahData(qp.AH) ([]byte, error) {
+	return make([]byte, unsafe.Sizeof(abi.RxeCreateAHResp{})), nil
+}
 
 func (*rxeProvider) ahCreated(ah *AH, out []byte) {
 	ah.num = abi.Decode[abi.RxeCreateAHResp](out).AHNum

@@ -27,7 +27,8 @@ const (
 // cqevent.go), or
 //
 //	cqe CQ op=req|resp_send|resp_send_imm|resp_wr_imm|req_err|resp_err qp=QP counter=N
-//	    [bytes=N] [imm=X] [syndrome=X] [vendor=X] [sop=X] [scatter=32|64] [data=HEX] [src_qp=X] [grh=1]
+//	    [bytes=N] [imm=X] [syndrome=X] [vendor=X] [sop=X] [scatter=32|64] [data=HEX] [src_qp=X] [grh=1|2]
+//	    [sl=N] [slid=N] [path=N]      (recv_grh.go)
 //
 // which writes a 64-byte CQE (struct mlx5_cqe64, or mlx5_err_cqe) at the
 // CQ's next producer index with the owner bit (index / ncqe) & 1, as the
@@ -123,6 +124,9 @@ func (d *Device) exec(mem Mem, line string) unix.Errno {
 		be.PutUint32(b[44:], uint32(bytes))
 		be.PutUint32(b[56:], uint32(sop)<<24|qpn)
 		be.PutUint32(b[24:], uint32(grh&3)<<28|uint32(srcQP)&0xffffff) // flags_rqpn
+		if e := d.respSender(mem, qp, kv, op != 0, counter, bytes, b[:]); e != 0 {
+			return e
+		}
 	}
 	// Scatter-to-CQE: the data sits in the CQE (32) or in the first half
 	// of a 128-byte CQE, before the cqe64 (64); libmlx5 copies it to the

@@ -749,17 +749,89 @@ static void cmd_modify(struct args *a)
 		record_err(verb_errno(ret));
 }
 
+/* ---------------------------------------------------------------------------
+ * Send side (begin): QP states, address-vector options, inline data.
+ *
+ *   state QP reset|rts|sqd|err   ibv_modify_qp with IBV_QP_STATE alone
+ *   ah NAME [sl=N] [tclass=N] [hop=N] [flow=X] [sgid=N] [rate=N] [global=0|1]
+ *   send ... inline inline_data=1   Go posts a copy of the SGEs' bytes as
+ *                                   SendWR.InlineData; here the SGEs
+ */
+
+static void cmd_state(struct args *a)
+{
+	static const struct {
+		const char *word;
+		enum ibv_qp_state state;
+	} states[] = {
+		{ "reset", IBV_QPS_RESET },
+		{ "rts", IBV_QPS_RTS },
+		{ "sqd", IBV_QPS_SQD },
+		{ "err", IBV_QPS_ERR },
+	};
+	struct ibv_qp_attr attr;
+	struct ibv_qp *qp;
+	size_t i;
+	int ret;
+
+	positionals(a, 2, 2);
+	done(a);
+	need_ctx();
+	qp = need_obj(a->pos[0], OBJ_QP)->u.qp;
+	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+		if (!strcmp(states[i].word, a->pos[1]))
+			break;
+	if (i == sizeof(states) / sizeof(states[0]))
+		die("state: unknown state %s", a->pos[1]);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = states[i].state;
+	errno = 0;
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (ret)
+		record_err(verb_errno(ret));
+}
+
+/* The ah line's overrides of the fixed address vector. */
+static void ah_options(struct args *a, struct ibv_ah_attr *attr)
+{
+	static const char *const keys[] = { "sl", "tclass", "hop", "sgid", "rate", "global" };
+	const char *s;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		uint32_t v;
+
+		if (!(s = opt(a, keys[i])))
+			continue;
+		v = parse_u32(keys[i], s);
+		if (v > 0xff)
+			die("ah: %s=%u out of range", keys[i], v);
+		switch (i) {
+		case 0: attr->sl = (uint8_t)v; break;
+		case 1: attr->grh.traffic_class = (uint8_t)v; break;
+		case 2: attr->grh.hop_limit = (uint8_t)v; break;
+		case 3: attr->grh.sgid_index = (uint8_t)v; break;
+		case 4: attr->static_rate = (uint8_t)v; break;
+		case 5: attr->is_global = (uint8_t)v != 0; break;
+		}
+	}
+	if ((s = opt(a, "flow")))
+		attr->grh.flow_label = parse_u32("flow", s);
+}
+
+/* Send side (end). */
+
 static void cmd_ah(struct args *a)
 {
 	struct ibv_ah_attr attr;
 	struct obj *o;
 
 	positionals(a, 1, 1);
+	fixed_ah_attr(&attr);
+	attr.grh.flow_label = AH_FLOW_LABEL;
+	ah_options(a, &attr);
 	done(a);
 	need_ctx();
 	o = new_obj(a->pos[0], OBJ_AH);
-	fixed_ah_attr(&attr);
-	attr.grh.flow_label = AH_FLOW_LABEL;
 	errno = 0;
 	o->u.ah = ibv_create_ah(current_pd(), &attr);
 	if (!o->u.ah)
@@ -891,6 +963,7 @@ static void cmd_send(struct args *a)
 		opt_u32(a, "qkey");
 	}
 	k = parse_count(a);
+	opt(a, "inline_data"); /* the Go side's InlineData: the same bytes */
 	done(a);
 	need_ctx();
 	qp = need_obj(a->pos[0], OBJ_QP)->u.qp;
@@ -1319,6 +1392,7 @@ static const struct command commands[] = {
 	{ "cq", cmd_cq },
 	{ "qp", cmd_qp },
 	{ "modify", cmd_modify },
+	{ "state", cmd_state },
 	{ "ah", cmd_ah },
 	{ "send", cmd_send },
 	{ "recv", cmd_recv },

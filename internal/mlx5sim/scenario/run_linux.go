@@ -191,6 +191,8 @@ func (r *Runner) step(l Line) error {
 		return r.qp(l)
 	case "modify":
 		return r.modify(l)
+	case "state":
+		return r.state(l)
 	case "ah":
 		return r.ah(l)
 	case "send":
@@ -451,10 +453,10 @@ func (r *Runner) ah(l Line) error {
 	if r.pd == nil {
 		return bad("line %d: ah before pd", l.Num)
 	}
-	// A flow label, because libmlx5 draws a random UDP source port for a
-	// RoCE v2 AV without one (mlx5_ah_set_udp_sport).
-	a := peerAH()
-	a.GRH.FlowLabel = 0x12345
+	a, err := ahAttr(l)
+	if err != nil {
+		return err
+	}
 	ah, err := r.pd.CreateAH(a)
 	if err != nil {
 		return err
@@ -531,6 +533,9 @@ func (r *Runner) send(l Line) error {
 			RemoteAddr: v[2], RKey: uint32(v[3]), AH: ah, RemoteQPN: uint32(v[4]), RemoteQKey: uint32(v[5]),
 			CompareAdd: v[6], Swap: v[7],
 		}
+	}
+	if err := r.inlineData(l, wrs); err != nil {
+		return err
 	}
 	return q.PostSend(wrs)
 }
