@@ -4,6 +4,7 @@ package mlx5sim_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,14 +14,27 @@ import (
 
 // pageProfiles are the profiles TestDifferentialPageSizes runs every
 // scenario under: a simulated kernel with 16 KiB and with 64 KiB pages
-// (arm64 DPUs and RHEL's arm64 kernels), with static and with dynamic
-// UARs. With 4 KiB UARs several share one system page, so the bfreg
-// counts, mmap offsets, UAR and doorbell-record pages all move.
+// (arm64 DPUs and RHEL's arm64 kernels), one with static UARs, one with
+// dynamic ones. With 4 KiB UARs several share one system page, so the
+// bfreg counts, mmap offsets, UAR and doorbell-record pages all move.
+// MLX5SIM_PAGE_MATRIX=full runs both sizes under every profile of the
+// matrix (diffProfiles) instead.
 var pageProfiles = []string{
 	"uar=static ece=1 iface=ioctl page=16384",
-	"uar=dynamic ece=1 iface=ioctl page=16384",
-	"uar=static ece=0 iface=write page=65536",
 	"uar=dynamic ece=1 iface=ioctl page=65536",
+}
+
+func pageMatrix() []string {
+	if os.Getenv("MLX5SIM_PAGE_MATRIX") != "full" {
+		return pageProfiles
+	}
+	var m []string
+	for _, page := range []string{"16384", "65536"} {
+		for _, p := range diffProfiles {
+			m = append(m, p+" page="+page)
+		}
+	}
+	return m
 }
 
 // TestDifferentialPageSizes is TestDifferential on kernels with larger
@@ -31,7 +45,7 @@ func TestDifferentialPageSizes(t *testing.T) {
 	shim, scn := cSide(t)
 	files, _ := filepath.Glob("testdata/*.scn")
 	for _, f := range files {
-		for _, prof := range pageProfiles {
+		for _, prof := range pageMatrix() {
 			if !scenario.FileFits(f, prof) {
 				continue
 			}
