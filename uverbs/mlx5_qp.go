@@ -532,8 +532,14 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	sq.head += uint32(nreq)
 	buf := m.sqBuf
 	n := 8 // mmio_write64_be of the ctrl segment's first 8 bytes
-	if (nreq == 1 || mlx5Mutant == mutantBFMulti) && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 && mlx5Mutant != mutantBFNone {
+	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
 		n = int(uint(size*16+63) &^ 63) // mlx5_bf_copy (prefer_bf defaults to 1)
+	}
+	if mlx5Mutant == mutantBFMulti && nreq > 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		n = int(uint(size*16+63) &^ 63)
+	}
+	if mlx5Mutant == mutantBFNone {
+		n = 8
 	}
 	n1 := min(n, len(buf)-ctrl) // the copy's source wraps at the end of the SQ
 	// unsafe: the BlueFlame register is mmap'd UAR memory.
@@ -953,8 +959,14 @@ func (m *mlx5QP) ringSendUnlock(nreq uint32, size, ctrl int) {
 	// unsafe: the BlueFlame register is mmap'd UAR memory.
 	reg := unsafe.Add(bf.reg, bf.offset)
 	n := 8 // mmio_write64_be of the ctrl segment's first 8 bytes
-	if (nreq == 1 || mlx5Mutant == mutantBFMulti) && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 && mlx5Mutant != mutantBFNone {
+	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
 		n = (size*16 + 63) &^ 63 // mlx5_bf_copy (prefer_bf defaults to 1)
+	}
+	if mlx5Mutant == mutantBFMulti && nreq > 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		n = (size*16 + 63) &^ 63
+	}
+	if mlx5Mutant == mutantBFNone {
+		n = 8
 	}
 	// Descriptors are written before the doorbell record.
 	barrier.UDMAToDevice()
