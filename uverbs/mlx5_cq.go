@@ -68,7 +68,8 @@ type mlx5CQ struct {
 	mask uint32 // ibcq->cqe (kernel's count, validated)
 	// A CQE is 64 bytes, or 128 (MLX5_CQE_SIZE=128) with its struct
 	// mlx5_cqe64 in the second half: slot n starts at n<<shift and its
-	// cqe64 at off64 past that; ring is the cqe64 of slot 0.
+	// cqe64 at off64 past that; ring is the cqe64 of slot 0. (The poll
+	// loops shift by shift&63: no check for an oversized shift.)
 	shift     uint8
 	off64     int
 	ring      unsafe.Pointer
@@ -231,7 +232,7 @@ func (c *mlx5CQ) pollList(wc []WC) int {
 		// CQEs long (newCQ checks it).
 		// unsafe: the ring is mmap'd, and slicing it here cost 4-12% per WR (BenchmarkGoSide).
 		ci := c.consIndex
-		e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<c.shift))
+		e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<(c.shift&63)))
 		if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || ((own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) && mlx5Mutant != mutantOwnerList) {
 			break
 		}
@@ -290,7 +291,7 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	w := &wc[0]
 	ci := c.consIndex
 	// unsafe: as in pollList, an mmap'd ring at a masked index.
-	e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<c.shift))
+	e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<(c.shift&63)))
 	if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || ((own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) && mlx5Mutant != mutantOwnerOne) {
 		c.updateCI()
 		return 0
