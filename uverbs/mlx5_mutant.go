@@ -62,6 +62,7 @@ const (
 	mutantBFNone   // bfnone: no BlueFlame copy, only the 8-byte doorbell
 	mutantBFCopy   // bfcopy: the copy leaves each 64-byte block's last word
 	mutantBFMulti  // bfmulti: a BlueFlame copy for a list of several WRs
+	mutantBFFlush  // bfflush: no mmio_flush_writes after a locked BlueFlame copy
 
 	// CQE parsing.
 	mutantOwnerOne    // owner1: a poll of one without the owner-bit check

@@ -46,6 +46,7 @@ var mlx5MutantNames = map[string]int{
 	"bftoggle":      mutantBFToggle,
 	"bfnone":        mutantBFNone,
 	"bfcopy":        mutantBFCopy,
+	"bfflush":       mutantBFFlush,
 	"bfmulti":       mutantBFMulti,
 	"owner1":        mutantOwnerOne,
 	"ownerlist":     mutantOwnerList,

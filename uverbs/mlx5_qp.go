@@ -994,7 +994,9 @@ func (m *mlx5QP) ringSendUnlock(nreq uint32, size, ctrl int) {
 		barrier.MMIOFlushWrites() // mutation: mmio_wc_start after the WC copy
 	}
 	// Flush the WC buffers before toggling the BlueFlame half.
-	barrier.MMIOFlushWrites()
+	if mlx5Mutant != mutantBFFlush {
+		barrier.MMIOFlushWrites()
+	}
 	if mlx5Mutant != mutantBFToggle {
 		bf.offset ^= bf.bufSize
 	}

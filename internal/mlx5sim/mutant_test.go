@@ -84,6 +84,7 @@ var mutants = []mutant{
 	{name: "bfnone", files: []string{"send_opcodes.scn"}, want: "uar6+"},
 	{name: "bfcopy", files: []string{"send_opcodes.scn"}, want: "uar6+"},
 	{name: "bfmulti", files: []string{"atomic_send.scn"}, want: "uar6+"},
+	{name: "bfflush", files: []string{"shared_bfreg.scn"}, want: "fence sfence", fences: true},
 	{name: "owner1", files: []string{"cq_poll_one.scn"}, want: "rec poll|rec wc"},
 	{name: "ownerlist", files: []string{"cq_arm_events.scn"}, want: "fence lfence|rec wc"},
 	{name: "pollbarrier", files: []string{"completions.scn"}, want: "fence lfence", fences: true},
