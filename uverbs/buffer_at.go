@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
@@ -18,7 +17,7 @@ func AllocBufferAt(addr uint64, size int) (*Buffer, error) {
 	if !unix.IsLinux {
 		return nil, notOnThisOS("alloc buffer")
 	}
-	page := os.Getpagesize()
+	page := kcall.PageSize()
 	if size <= 0 || addr%uint64(page) != 0 {
 		return nil, fmt.Errorf("uverbs: %w: buffer of %d bytes at %#x (want a positive size at a page-aligned address)", ErrInvalidArgument, size, addr)
 	}

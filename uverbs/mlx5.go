@@ -201,7 +201,10 @@ func mlx5UARCounts(pageSize int) (tot, lowLat int) {
 // (mlx5_alloc_context + mlx5_cmd_get_context).
 func (p *mlx5Provider) contextData() (ins [][]byte, out []byte) {
 	if p.pageSize == 0 {
-		p.pageSize = os.Getpagesize()
+		p.pageSize = kcall.PageSize()
+		if mlx5Mutant == mutantPage4K {
+			p.pageSize = 4096
+		}
 	}
 	p.totUUARs, p.lowLatUUARs = mlx5UARCounts(p.pageSize)
 	req := abi.MLX5AllocUcontextReqV2{
@@ -228,7 +231,7 @@ func (p *mlx5Provider) parseContextResp(out []byte) {
 	p.numPorts = int(r.NumPorts)
 	p.cqeVersion, p.cmdsSuppUhw = r.CQEVersion, r.CmdsSuppUhw
 	if p.pageSize == 0 {
-		p.pageSize = os.Getpagesize()
+		p.pageSize = kcall.PageSize()
 	}
 	// adjust_uar_info: an old kernel reports neither.
 	if r.LogUARSize == 0 && r.NumUARsPerPage == 0 {
@@ -545,7 +548,7 @@ func (p *mlx5Provider) close() error {
 // mmapAnon maps n bytes (whole pages) of zeroed anonymous memory, excluded
 // from fork (libmlx5 mlx5_alloc_buf: posix_memalign + ibv_dontfork_range).
 func mmapAnon(n int) ([]byte, error) {
-	page := os.Getpagesize()
+	page := kcall.PageSize()
 	n = (n + page - 1) / page * page
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
@@ -760,6 +763,9 @@ func (p *mlx5Provider) ahCreated(ah *AH, out []byte) {
 			binary.BigEndian.PutUint16(av[14:], mlx5UDPSport(a.GRH.FlowLabel))
 		}
 		av[12] = rate<<4 | (a.SL&7)<<1
+		if mlx5Mutant == mutantAVSL {
+			av[12] = rate<<4 | a.SL&7
+		}
 	} else {
 		av[13] = a.SrcPathBits & 0x7f
 		binary.BigEndian.PutUint16(av[14:], a.DLID)
@@ -770,9 +776,19 @@ func (p *mlx5Provider) ahCreated(ah *AH, out []byte) {
 		av[26] = a.GRH.TrafficClass
 		av[27] = a.GRH.HopLimit
 		binary.BigEndian.PutUint32(av[28:], grh<<30|uint32(a.GRH.SGIDIndex)<<20|a.GRH.FlowLabel&0xfffff)
+		switch mlx5Mutant {
+		case mutantAVTC:
+			av[26] = 0
+		case mutantAVHop:
+			av[27] = 0
+		case mutantAVFlow:
+			binary.BigEndian.PutUint32(av[28:], grh<<30|uint32(a.GRH.SGIDIndex)<<20|a.GRH.FlowLabel&0xffff)
+		case mutantAVGRHLE:
+			binary.LittleEndian.PutUint32(av[28:], grh<<30|uint32(a.GRH.SGIDIndex)<<20|a.GRH.FlowLabel&0xfffff)
+		}
 		copy(av[32:], a.GRH.DGID[:])
 	}
-	if isEth && len(out) >= 12 {
+	if isEth && len(out) >= 12 && mlx5Mutant != mutantAVRMAC {
 		copy(av[20:26], out[4:10]) // resp.dmac
 	}
 	p.ahMu.Lock()
@@ -823,7 +839,9 @@ func mlx5UDPSport(fl uint32) uint16 {
 		return uint16(0xc000 + rand.IntN(0x4000))
 	}
 	lo, hi := fl&0x3fff, fl&0xfc000
-	lo ^= hi >> 14
+	if mlx5Mutant != mutantAVSport {
+		lo ^= hi >> 14
+	}
 	return uint16(lo | 0xc000)
 }
 
@@ -843,7 +861,7 @@ func (p *mlx5Provider) av(num uint32) *mlx5AV {
 // should start from ECE version 1 as a trigger").
 func (p *mlx5Provider) createQPCmd() abi.MLX5CreateQP {
 	var c abi.MLX5CreateQP
-	if p.eceSupported {
+	if p.eceSupported && mlx5Mutant != mutantECECreate {
 		c.ECEOptions = mlx5ECEVersion1
 	}
 	return c
@@ -869,7 +887,7 @@ func mlx5State(q *QP) *mlx5QP {
 // or set_ece).
 func (p *mlx5Provider) modifyQPData(q *QP, _ *qp.Attr, _ qp.Mask) (in, out []byte, ex bool) {
 	s := mlx5State(q)
-	if s.setECE == 0 {
+	if s.setECE == 0 || mlx5Mutant == mutantECEModify {
 		return nil, nil, false
 	}
 	req := abi.MLX5ModifyQP{ECEOptions: s.setECE}
@@ -913,7 +931,9 @@ func (p *mlx5Provider) setECE(q *QP, e ece.ECE) error {
 	}
 	s := mlx5State(q)
 	s.setECE = e.Options
-	s.getECE = 0
+	if mlx5Mutant != mutantECEClear {
+		s.getECE = 0
+	}
 	return nil
 }
 

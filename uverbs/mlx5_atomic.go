@@ -31,11 +31,14 @@ func (m *mlx5QP) atomicWQE(wr *SendWR, nreq uint32) (size, ctrl, stop int) {
 		return 0, 0, stopSGEs
 	}
 	fm := m.signalBits | m.fmCache
-	if wr.Flags&SendFence != 0 {
+	if wr.Flags&SendFence != 0 && mlx5Mutant != mutantFence {
 		fm = m.signalBits | mlx5WQECtrlFence
+		if mlx5Mutant == mutantFenceSigAll {
+			fm = mlx5WQECtrlFence // mutation: sig_all lost
+		}
 	}
 	m.fmCache = 0 // next_fence, consumed
-	if wr.Flags&SendSignaled != 0 {
+	if wr.Flags&SendSignaled != 0 && mlx5Mutant != mutantSignaled {
 		fm |= mlx5WQECtrlCQUpdate
 	}
 	if wr.Flags&SendSolicited != 0 {
@@ -53,17 +56,30 @@ func (m *mlx5QP) atomicWQE(wr *SendWR, nreq uint32) (size, ctrl, stop int) {
 	binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
 	binary.BigEndian.PutUint32(w[24:], wr.RKey)
 	binary.BigEndian.PutUint32(w[28:], 0)
+	if mlx5Mutant == mutantAtomicRKey {
+		binary.BigEndian.PutUint32(w[24:], 0)
+	}
 	// set_atomic_seg: swap_add, then compare for compare-and-swap only (a
 	// fetch-and-add leaves the slot's old bytes there, as libmlx5).
 	if op == OpAtomicCompareSwap {
 		binary.BigEndian.PutUint64(w[32:], wr.Swap)
 		binary.BigEndian.PutUint64(w[40:], wr.CompareAdd)
+		if mlx5Mutant == mutantAtomicOrder {
+			binary.BigEndian.PutUint64(w[32:], wr.CompareAdd)
+			binary.BigEndian.PutUint64(w[40:], wr.Swap)
+		}
 	} else {
 		binary.BigEndian.PutUint64(w[32:], wr.CompareAdd)
+		if mlx5Mutant == mutantAtomicFA {
+			binary.BigEndian.PutUint64(w[40:], 0)
+		}
 	}
 	s := &wr.SGEs[0] // set_data_ptr_seg (checkAtomicWR: one SGE of 8 bytes)
 	binary.BigEndian.PutUint32(w[48:], s.Length)
 	binary.BigEndian.PutUint32(w[52:], s.LKey)
+	if mlx5Mutant == mutantLKey {
+		binary.BigEndian.PutUint32(w[52:], 0)
+	}
 	binary.BigEndian.PutUint64(w[56:], s.Addr)
 	sz := (mlx5CtrlSize + mlx5RaddrSize + mlx5AtomicSize + mlx5DataSegSize) / 16
 	sq.curPost = m.finishWQE(w, idx, curPost, op, wr.ID, sz, nreq)

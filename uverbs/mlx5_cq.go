@@ -233,12 +233,14 @@ func (c *mlx5CQ) pollList(wc []WC) int {
 		// unsafe: the ring is mmap'd, and slicing it here cost 4-12% per WR (BenchmarkGoSide).
 		ci := c.consIndex
 		e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<(c.shift&63)))
-		if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
+		if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || ((own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) && mlx5Mutant != mutantOwnerList) {
 			break
 		}
 		c.consIndex = ci + 1
 		// Read the CQE only after the ownership check.
-		barrier.UDMAFromDevice()
+		if mlx5Mutant != mutantPollBarrier {
+			barrier.UDMAFromDevice()
+		}
 		w := &wc[n]
 		own := e[cqeOpOwn]
 		if own>>4 != mlx5CQEReq || own&(mlx5InlineScatter32|mlx5InlineScatter64) != 0 {
@@ -265,6 +267,9 @@ func (c *mlx5CQ) pollList(wc []WC) int {
 		idx := uint32(binary.BigEndian.Uint16(e[cqeWQECounter:])) & (sq.wqeCnt - 1)
 		r := &mlx5ReqWC[sop>>24]
 		*w = WC{ID: sq.wrid[idx], QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
+		if mlx5Mutant == mutantCQEQPN {
+			w.QPNum = key
+		}
 		if r.len != 0 {
 			mlx5GoodReq(w, e[:])
 		}
@@ -287,13 +292,15 @@ func (c *mlx5CQ) poll(wc []WC) int {
 	ci := c.consIndex
 	// unsafe: as in pollList, an mmap'd ring at a masked index.
 	e := (*[mlx5CQESize]byte)(unsafe.Add(c.ring, uintptr(ci&c.mask)<<(c.shift&63)))
-	if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || (own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) {
+	if own := e[cqeOpOwn]; own>>4 == mlx5CQEInvalid || ((own&mlx5CQEOwnerMask != 0) != (ci&(c.mask+1) != 0) && mlx5Mutant != mutantOwnerOne) {
 		c.updateCI()
 		return 0
 	}
 	c.consIndex = ci + 1
 	// Read the CQE only after the ownership check.
-	barrier.UDMAFromDevice()
+	if mlx5Mutant != mutantPollBarrier {
+		barrier.UDMAFromDevice()
+	}
 	own := e[cqeOpOwn]
 	if own>>4 == mlx5CQEReq && own&(mlx5InlineScatter32|mlx5InlineScatter64) == 0 {
 		sop := binary.BigEndian.Uint32(e[cqeSopDropQPN:])
@@ -310,6 +317,9 @@ func (c *mlx5CQ) poll(wc []WC) int {
 		idx := uint32(binary.BigEndian.Uint16(e[cqeWQECounter:])) & (sq.wqeCnt - 1)
 		r := &mlx5ReqWC[sop>>24]
 		*w = WC{ID: sq.wrid[idx], QPNum: sop & 0xffffff, Opcode: r.op, Flags: r.flags}
+		if mlx5Mutant == mutantCQEQPN {
+			w.QPNum = key
+		}
 		if r.len != 0 {
 			mlx5GoodReq(w, e[:])
 		}
@@ -318,12 +328,17 @@ func (c *mlx5CQ) poll(wc []WC) int {
 		c.updateCI()
 		return -1
 	}
-	c.updateCI()
+	if mlx5Mutant != mutantCQCILate {
+		c.updateCI()
+	}
 	return 1
 }
 
 func (c *mlx5CQ) updateCI() {
 	c.db[mlx5CQSetCI] = htobe32(c.consIndex & 0xffffff)
+	if mlx5Mutant == mutantCQCI {
+		c.db[mlx5CQSetCI] = c.consIndex & 0xffffff
+	}
 }
 
 // htobe32 is htobe32(3): one BSWAP on a little-endian host (the
@@ -357,6 +372,9 @@ func (c *mlx5CQ) parse(e []byte, w *WC) bool {
 	*w = WC{}
 	qpn := be32(e, cqeSopDropQPN) & 0xffffff
 	w.QPNum = qpn
+	if mlx5Mutant == mutantCQEQPN && c.p.cqeVersion != 0 {
+		w.QPNum = be32(e, cqeSRQNUIdx) & 0xffffff
+	}
 	opcode := e[cqeOpOwn] >> 4
 	switch opcode {
 	case mlx5CQEReq:
@@ -378,6 +396,9 @@ func (c *mlx5CQ) parse(e []byte, w *WC) bool {
 			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e), int(w.ByteLen))
 		} else if e[cqeOpOwn]&mlx5InlineScatter64 != 0 {
 			st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e)-mlx5CQESize, int(w.ByteLen))
+			if mlx5Mutant == mutantScatter64R {
+				st = q.copyToSendWQE(uint32(ctr), c.buf, c.cqeOff(e), int(w.ByteLen))
+			}
 		}
 		w.ID = wq.wrid[idx]
 		w.Status = st
@@ -396,6 +417,12 @@ func (c *mlx5CQ) parse(e []byte, w *WC) bool {
 	case mlx5CQEReqErr, mlx5CQERespErr:
 		w.Status = mlx5ErrorStatus(e[cqeSyndrome])
 		w.VendorErr = uint32(e[cqeVendorErrSynd])
+		if mlx5Mutant == mutantSyndrome && e[cqeSyndrome] == 0x05 {
+			w.Status = rdma.WCGeneralErr
+		}
+		if mlx5Mutant == mutantVendorErr {
+			w.VendorErr = 0
+		}
 		if opcode == mlx5CQERespErr {
 			q, s, ok := c.respCtx(e)
 			if !ok {
@@ -479,6 +506,9 @@ func mlx5GoodReq(w *WC, e []byte) {
 // (srqResponder for an SRQ's).
 func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) rdma.WCStatus {
 	w.ByteLen = be32(e, cqeByteCnt)
+	if mlx5Mutant == mutantByteCnt {
+		w.ByteLen = 0
+	}
 	wq := &q.rq
 	if wq.wqeCnt == 0 {
 		return rdma.WCGeneralErr
@@ -492,6 +522,9 @@ func (c *mlx5CQ) responder(w *WC, e []byte, q *mlx5QP) rdma.WCStatus {
 		st = q.copyToRecvWQE(ctr, c.buf, c.cqeOff(e), int(w.ByteLen))
 	} else if e[cqeOpOwn]&mlx5InlineScatter64 != 0 {
 		st = q.copyToRecvWQE(ctr, c.buf, c.cqeOff(e)-mlx5CQESize, int(w.ByteLen))
+		if mlx5Mutant == mutantScatter64 {
+			st = q.copyToRecvWQE(ctr, c.buf, c.cqeOff(e), int(w.ByteLen))
+		}
 	}
 	if st != rdma.WCSuccess {
 		return st
@@ -512,20 +545,31 @@ func mlx5RespFields(w *WC, e []byte) {
 		w.Opcode = rdma.WCRecv
 	case mlx5CQERespSendImm:
 		w.Opcode = rdma.WCRecv
-		w.Flags |= WCWithImm
+		if mlx5Mutant != mutantCQEOpcode {
+			w.Flags |= WCWithImm
+		}
 		w.Imm = be32(e, cqeImmInvalPKey)
 	case mlx5CQERespSendInv:
 		w.Opcode = rdma.WCRecv
 		w.Flags |= WCWithInv
 		w.Imm = be32(e, cqeImmInvalPKey) // invalidated_rkey shares imm_data
 	}
+	if mlx5Mutant == mutantCQEImm && w.Flags&WCWithImm != 0 {
+		w.Imm = binary.LittleEndian.Uint32(e[cqeImmInvalPKey:])
+	}
 	w.SLID = be16(e, cqeSLID)
 	fr := be32(e, cqeFlagsRQPN)
 	w.SL = uint8(fr>>24) & 0xf
 	w.SrcQP = fr & 0xffffff
 	w.DLIDPathBits = e[cqeMLPath] & 0x7f
-	if (fr>>28)&3 != 0 {
+	if (fr>>28)&3 != 0 && mlx5Mutant != mutantGRH {
 		w.Flags |= WCWithGRH
+	}
+	switch mlx5Mutant {
+	case mutantCQESL:
+		w.SL = uint8(fr >> 28)
+	case mutantSrcQP:
+		w.SrcQP = 0
 	}
 	w.PKeyIndex = uint16(be32(e, cqeImmInvalPKey) & 0xffff)
 }
@@ -572,22 +616,37 @@ func (c *mlx5CQ) arm(solicited bool) error {
 	}
 	sn := c.armSN & 3
 	ci := c.consIndex & 0xffffff
+	if mlx5Mutant == mutantArmCI {
+		ci = 0
+	}
 	cmd := uint32(mlx5CQDBReqNot)
-	if solicited {
+	if solicited && mlx5Mutant != mutantArmCmd {
 		cmd = mlx5CQDBReqNotSol
 	}
 	hi := sn<<28 | cmd | ci
-	c.db[mlx5CQArmDB] = htobe32(hi)
+	if mlx5Mutant != mutantArmDBRec {
+		c.db[mlx5CQArmDB] = htobe32(hi)
+	}
 	// mmio_wc_start: the doorbell record is written before the UAR store.
-	barrier.MMIOFlushWrites()
-	mmioWrite64BE(unsafe.Add(c.p.cqUARReg, mlx5CQDoorbell), uint64(hi)<<32|uint64(c.cqn))
+	if mlx5Mutant != mutantArmBarrier {
+		barrier.MMIOFlushWrites()
+	}
+	cqn := uint64(c.cqn)
+	if mlx5Mutant == mutantArmCQN {
+		cqn = 0
+	}
+	mmioWrite64BE(unsafe.Add(c.p.cqUARReg, mlx5CQDoorbell), uint64(hi)<<32|cqn)
 	barrier.MMIOFlushWrites()
 	return nil
 }
 
 // event is mlx5_cq_event (ibv_get_cq_event): the arm sequence number
 // advances once per completion event read.
-func (c *mlx5CQ) event() { c.armSN++ }
+func (c *mlx5CQ) event() {
+	if mlx5Mutant != mutantArmSN {
+		c.armSN++
+	}
+}
 
 // mmioWrite64BE is mmio_write64_be: one 64-bit store of v in big-endian
 // byte order (two 32-bit stores on 32-bit hosts, as rdma-core's
@@ -641,7 +700,9 @@ func (c *mlx5CQ) clean(rsn uint32, srq *mlx5SRQ) {
 			d := c.cqe(prod + nfreed)
 			owner := d[cqeOpOwn] & mlx5CQEOwnerMask
 			copy(c.slot(prod+nfreed), c.slot(prod))
-			d[cqeOpOwn] = owner | d[cqeOpOwn]&^mlx5CQEOwnerMask
+			if mlx5Mutant != mutantCleanOwner {
+				d[cqeOpOwn] = owner | d[cqeOpOwn]&^mlx5CQEOwnerMask
+			}
 		}
 	}
 	if nfreed != 0 {

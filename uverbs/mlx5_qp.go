@@ -194,11 +194,17 @@ func (p *mlx5Provider) calcWQSize(t qp.QPType, c qp.Cap) (mlx5Sizes, error) {
 			return inval("send WQE of %d bytes (max_sq_desc_sz %d)", wqeSize, p.maxSQDescSz)
 		}
 		s.maxInline = wqeSize - ovh - 4
+		if mlx5Mutant == mutantSQInline {
+			s.maxInline = wqeSize - ovh
+		}
 		s.cmdInline = uint32(s.maxInline)
 		if int(c.MaxSendWR) > 0x7fffffff/p.maxSQDescSz {
 			return inval("%d send WRs", c.MaxSendWR)
 		}
 		wq := roundupPow2(int(c.MaxSendWR) * wqeSize)
+		if mlx5Mutant == mutantSQPow2 {
+			wq = int(c.MaxSendWR) * wqeSize
+		}
 		s.sq.wqeCnt = uint32(wq / mlx5SendWQEBB)
 		if s.sq.wqeCnt > p.maxSendWqebb {
 			return inval("%d send WQEBBs (max_send_wqebb %d)", s.sq.wqeCnt, p.maxSendWqebb)
@@ -383,6 +389,9 @@ func (m *mlx5QP) stateChanged(s qp.State, modify bool) {
 	case qp.Reset:
 		if modify && m.q != nil && m.db != nil {
 			rc, sc := mlx5CQOf(m.q.recvCQ), mlx5CQOf(m.q.sendCQ)
+			if mlx5Mutant == mutantCleanReset {
+				rc, sc = nil, nil
+			}
 			m.cleanCQ(rc, mlx5SRQOf(m.q))
 			if sc != rc {
 				m.cleanCQ(sc, nil)
@@ -429,10 +438,10 @@ func (m *mlx5QP) close() error {
 	if second != nil && second != first {
 		second.cq.mu.Lock()
 	}
-	if rc != nil {
+	if rc != nil && mlx5Mutant != mutantCleanDestroy {
 		rc.clean(m.rsn, mlx5SRQOf(m.q))
 	}
-	if sc != nil && sc != rc {
+	if sc != nil && sc != rc && mlx5Mutant != mutantCleanDestroy {
 		sc.clean(m.rsn, nil)
 	}
 	if m.inQPNTable {
@@ -511,7 +520,7 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 		nreq, size, ctrl, err = m.postSendRest(wrs, nreq, size, ctrl, stop)
 	}
 	bf := m.bf
-	if nreq == 0 || bf.lock || mlx5Mutant == mutantBarrier {
+	if nreq == 0 || bf.lock || mlx5Mutant == mutantBarrier || mlx5Mutant == mutantBFCopy {
 		m.ringSendUnlock(uint32(nreq), size, ctrl)
 		return err
 	}
@@ -526,6 +535,12 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
 		n = int(uint(size*16+63) &^ 63) // mlx5_bf_copy (prefer_bf defaults to 1)
 	}
+	if mlx5Mutant == mutantBFMulti && nreq > 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		n = int(uint(size*16+63) &^ 63)
+	}
+	if mlx5Mutant == mutantBFNone {
+		n = 8
+	}
 	n1 := min(n, len(buf)-ctrl) // the copy's source wraps at the end of the SQ
 	// unsafe: the BlueFlame register is mmap'd UAR memory.
 	reg := unsafe.Add(bf.reg, bf.offset)
@@ -533,8 +548,14 @@ func (m *mlx5QP) postSend(wrs []SendWR) error {
 	// the register is this QP's alone (no bf lock), the offset is not
 	// device-visible, and the send queue lock, released by the
 	// doorbell's last store, covers both.
-	bf.offset ^= bf.bufSize
-	barrier.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], htobe32(sq.curPost&0xffff), reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
+	if mlx5Mutant != mutantBFToggle {
+		bf.offset ^= bf.bufSize
+	}
+	dbrec := htobe32(sq.curPost & 0xffff)
+	if mlx5Mutant == mutantSQDB {
+		dbrec = sq.curPost & 0xffff
+	}
+	barrier.DoorbellWCUnlock(&m.sqMu, &m.db[mlx5SndDBR], dbrec, reg, unsafe.Pointer(&buf[ctrl]), uintptr(n1),
 		unsafe.Pointer(unsafe.SliceData(buf)), uintptr(n-n1))
 	return err
 }
@@ -625,11 +646,14 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 			}
 		}
 		fm := m.signalBits | nextFence
-		if flags&SendFence != 0 {
+		if flags&SendFence != 0 && mlx5Mutant != mutantFence {
 			fm = m.signalBits | mlx5WQECtrlFence
+			if mlx5Mutant == mutantFenceSigAll {
+				fm = mlx5WQECtrlFence // mutation: sig_all lost
+			}
 		}
 		nextFence = 0
-		if flags&SendSignaled != 0 {
+		if flags&SendSignaled != 0 && mlx5Mutant != mutantSignaled {
 			fm |= mlx5WQECtrlCQUpdate
 		}
 		if flags&SendSolicited != 0 {
@@ -645,11 +669,14 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 		c := int(idx) << mlx5SendWQEShift
 		w := (*[mlx5SendWQEBB]byte)(buf[c : c+mlx5SendWQEBB])
 		var imm uint32
-		if op == OpSendWithImm || op == OpRDMAWriteWithImm {
+		if op == OpSendWithImm || (op == OpRDMAWriteWithImm && mlx5Mutant != mutantImm) {
 			imm = wr.Imm
 		}
 		binary.BigEndian.PutUint32(w[8:], uint32(fm)) // signature, rsvd = 0; fm_ce_se
 		binary.BigEndian.PutUint32(w[12:], imm)
+		if mlx5Mutant == mutantImmOrder {
+			binary.LittleEndian.PutUint32(w[12:], imm)
+		}
 		sz := mlx5CtrlSize / 16
 		seg := c + mlx5CtrlSize
 		if m.typ != qp.UD {
@@ -657,6 +684,12 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 				binary.BigEndian.PutUint64(w[16:], wr.RemoteAddr) // set_raddr_seg
 				binary.BigEndian.PutUint32(w[24:], wr.RKey)
 				binary.BigEndian.PutUint32(w[28:], 0)
+				if mlx5Mutant == mutantRaddrOrder {
+					binary.LittleEndian.PutUint64(w[16:], wr.RemoteAddr)
+				}
+				if mlx5Mutant == mutantRKey {
+					binary.BigEndian.PutUint32(w[24:], 0)
+				}
 				seg += mlx5RaddrSize
 				sz += mlx5RaddrSize / 16
 			}
@@ -671,6 +704,12 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 			}
 			binary.BigEndian.PutUint32(w[mlx5CtrlSize+8:], wr.RemoteQPN|mlx5ExtendedUDAV)
 			binary.BigEndian.PutUint32(w[mlx5CtrlSize:], wr.RemoteQKey)
+			if mlx5Mutant == mutantExtAV {
+				binary.BigEndian.PutUint32(w[mlx5CtrlSize+8:], wr.RemoteQPN)
+			}
+			if mlx5Mutant == mutantQKey {
+				binary.BigEndian.PutUint32(w[mlx5CtrlSize:], 0)
+			}
 			seg += mlx5DatagramSize
 			sz += mlx5DatagramSize / 16
 			if seg == len(buf) {
@@ -686,12 +725,18 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 				if l := int(sges[0].Length); l != 0 {
 					dst := buf[seg : seg+4+l]
 					binary.BigEndian.PutUint32(dst, uint32(l)|mlx5InlineSeg)
+					if mlx5Mutant == mutantInlineHeader {
+						binary.BigEndian.PutUint32(dst, uint32(l))
+					}
 					if wordCopyOK && l >= 32 && l <= 64 {
 						copyInline32To64(dst[4:], sges[0].Addr)
 					} else {
 						copyInline(dst[4:], sges[0].Addr)
 					}
 					sz += (l + 4 + 15) / 16
+					if mlx5Mutant == mutantInlinePadOne {
+						sz -= (l+4+15)/16 - (l+4)/16
+					}
 				}
 			} else {
 				sq.curPost, m.fmCache = curPost, nextFence
@@ -704,10 +749,13 @@ func (m *mlx5QP) writeWQEs(wrs []SendWR, nreq, size, ctrl int, locked bool, ah *
 				if d == len(buf) {
 					d = 0
 				}
-				if s.Length != 0 {
+				if s.Length != 0 || mlx5Mutant == mutantSGEZero {
 					ds := (*[mlx5DataSegSize]byte)(buf[d : d+mlx5DataSegSize]) // set_data_ptr_seg
 					binary.BigEndian.PutUint32(ds[0:], s.Length)
 					binary.BigEndian.PutUint32(ds[4:], s.LKey)
+					if mlx5Mutant == mutantLKey {
+						binary.BigEndian.PutUint32(ds[4:], 0)
+					}
 					binary.BigEndian.PutUint64(ds[8:], s.Addr)
 					d += mlx5DataSegSize
 					sz += mlx5DataSegSize / 16
@@ -750,6 +798,9 @@ func (m *mlx5QP) finishInlineWQE(wr *SendWR, nreq uint32) (size, ctrl, stop int)
 // mlx5HasRaddr says whether op's WQE on an RC or UC QP has a remote
 // address segment (RDMA READ is RC only).
 func mlx5HasRaddr(t qp.QPType, op Opcode) bool {
+	if mlx5Mutant == mutantWriteImmRaddr && op == OpRDMAWriteWithImm {
+		return false
+	}
 	return op == OpRDMAWrite || op == OpRDMAWriteWithImm || (op == OpRDMARead && t == qp.RC)
 }
 
@@ -759,6 +810,18 @@ func mlx5HasRaddr(t qp.QPType, op Opcode) bool {
 func (m *mlx5QP) finishWQE(w *[mlx5SendWQEBB]byte, idx, curPost uint32, op Opcode, id uint64, sz int, nreq uint32) uint32 {
 	binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[op])
 	binary.BigEndian.PutUint32(w[4:], uint32(sz)|m.qpn<<8)
+	switch mlx5Mutant {
+	case mutantOpcode:
+		if op == OpSendWithImm {
+			binary.BigEndian.PutUint32(w[0:], (curPost&0xffff)<<8|mlx5IBOpcode[OpSend])
+		}
+	case mutantCtrlIndex:
+		binary.BigEndian.PutUint32(w[0:], idx<<8|mlx5IBOpcode[op])
+	case mutantCtrlDS:
+		binary.BigEndian.PutUint32(w[4:], uint32(sz-1)|m.qpn<<8)
+	case mutantCtrlQPN:
+		binary.BigEndian.PutUint32(w[4:], uint32(sz))
+	}
 	m.sq.wrid[idx] = id
 	m.sq.wqeHead[idx] = m.sq.head + nreq
 	return curPost + uint32(uint(sz*16+mlx5SendWQEBB-1)/mlx5SendWQEBB)
@@ -875,11 +938,15 @@ func (m *mlx5QP) setDataInlSeg(wr *SendWR, inlData bool, seg int) (int, bool) {
 		return 0, true
 	}
 	putBE32(buf, seg, uint32(inl)|mlx5InlineSeg)
+	if mlx5Mutant == mutantInlinePadSeg {
+		return (inl + 4) / 16, true
+	}
 	return (inl + 4 + 15) / 16, true
 }
 
 // ringSendUnlock is post_send_db with a lock on the BlueFlame register,
-// or in the barrier mutant, spelt out; then the send queue's unlock.
+// or in the barrier and bfcopy mutants, spelt out; then the send
+// queue's unlock.
 // postSend rings the common case itself.
 func (m *mlx5QP) ringSendUnlock(nreq uint32, size, ctrl int) {
 	defer m.sqMu.Unlock()
@@ -895,9 +962,18 @@ func (m *mlx5QP) ringSendUnlock(nreq uint32, size, ctrl int) {
 	if nreq == 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
 		n = (size*16 + 63) &^ 63 // mlx5_bf_copy (prefer_bf defaults to 1)
 	}
+	if mlx5Mutant == mutantBFMulti && nreq > 1 && bf.uuarn != 0 && size > 1 && uint32(size) <= bf.bufSize/16 {
+		n = (size*16 + 63) &^ 63
+	}
+	if mlx5Mutant == mutantBFNone {
+		n = 8
+	}
 	// Descriptors are written before the doorbell record.
 	barrier.UDMAToDevice()
 	m.db[mlx5SndDBR] = htobe32(sq.curPost & 0xffff)
+	if mlx5Mutant == mutantSQDB {
+		m.db[mlx5SndDBR] = sq.curPost & 0xffff
+	}
 	if bf.lock {
 		// mmio_wc_spinlock: x86 relies on the lock's serialisation.
 		bf.mu.Lock()
@@ -918,8 +994,12 @@ func (m *mlx5QP) ringSendUnlock(nreq uint32, size, ctrl int) {
 		barrier.MMIOFlushWrites() // mutation: mmio_wc_start after the WC copy
 	}
 	// Flush the WC buffers before toggling the BlueFlame half.
-	barrier.MMIOFlushWrites()
-	bf.offset ^= bf.bufSize
+	if mlx5Mutant != mutantBFFlush {
+		barrier.MMIOFlushWrites()
+	}
+	if mlx5Mutant != mutantBFToggle {
+		bf.offset ^= bf.bufSize
+	}
 }
 
 // bfCopy is mlx5_bf_copy: 64 bytes at a time as eight 64-bit stores
@@ -930,6 +1010,9 @@ func (m *mlx5QP) bfCopy(dst unsafe.Pointer, src, n int) {
 	for n > 0 {
 		s := unsafe.Pointer(&buf[src])
 		for i := uintptr(0); i < 64; i += 8 {
+			if mlx5Mutant == mutantBFCopy && i == 56 {
+				break
+			}
 			*(*uint64)(unsafe.Add(dst, i)) = *(*uint64)(unsafe.Add(s, i))
 		}
 		n -= 64
@@ -985,8 +1068,13 @@ func (m *mlx5QP) postRecv(wrs []RecvWR) error {
 	if nreq > 0 {
 		rq.head += uint32(nreq)
 		// Descriptors are written before the doorbell record.
-		barrier.UDMAToDevice()
+		if mlx5Mutant != mutantRQBarrier {
+			barrier.UDMAToDevice()
+		}
 		m.db[mlx5RcvDBR] = htobe32(rq.head & 0xffff)
+		if mlx5Mutant == mutantRQDB {
+			m.db[mlx5RcvDBR] = rq.head & 0xffff
+		}
 	}
 	return err
 }
@@ -1040,6 +1128,9 @@ func (m *mlx5QP) copyToRecvWQE(idx uint32, cqbuf []byte, off, size int) rdma.WCS
 		return rdma.WCGeneralErr
 	}
 	maxSeg := 1 << (m.rq.wqeShift - 4)
+	if mlx5Mutant == mutantScatter32 {
+		off += 8
+	}
 	st, _ := m.copyToScat(m.mem, m.rq.offset+int(idx)<<m.rq.wqeShift, cqeSrc(cqbuf, off), size, maxSeg)
 	return st
 }
@@ -1066,6 +1157,9 @@ func (m *mlx5QP) copyToSendWQE(idx uint32, cqbuf []byte, off, size int) rdma.WCS
 	}
 	maxSeg := int(be32(buf, ctrl+4)&0x3f) - (p-ctrl)>>4
 	src := cqeSrc(cqbuf, off)
+	if mlx5Mutant == mutantScatter32 {
+		src = cqeSrc(cqbuf, off+8)
+	}
 	if p+maxSeg*mlx5DataSegSize > len(buf) {
 		tmp := (len(buf) - p) >> 4
 		st, done := m.copyToScat(buf, p, src, size, tmp)

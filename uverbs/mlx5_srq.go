@@ -220,7 +220,7 @@ func (m *mlx5SRQ) postRecv(wrs []RecvWR) error {
 			putBE32(b, d+4, s.LKey)
 			putBE64(b, d+8, s.Addr)
 		}
-		if i < m.maxGS {
+		if i < m.maxGS && mlx5Mutant != mutantSRQTerm {
 			d := scat + i*mlx5DataSegSize
 			putBE32(b, d, 0)
 			putBE32(b, d+4, mlx5InvalidLKey)
@@ -229,6 +229,9 @@ func (m *mlx5SRQ) postRecv(wrs []RecvWR) error {
 	}
 	if nreq > 0 {
 		m.counter += uint16(nreq)
+		if mlx5Mutant == mutantSRQDB {
+			m.counter -= uint16(nreq - 1)
+		}
 		// Descriptors are written before the doorbell record.
 		barrier.UDMAToDevice()
 		m.db[0] = htobe32(uint32(m.counter))
@@ -245,7 +248,7 @@ func (m *mlx5SRQ) recvErr(i, n int, base error, errno unix.Errno, why string) er
 // the free list.
 func (m *mlx5SRQ) freeWQE(ind int) {
 	m.mu.Lock()
-	if m.mem != nil && ind < m.max {
+	if m.mem != nil && ind < m.max && mlx5Mutant != mutantSRQFree {
 		be16put(m.mem[m.wqe(m.tail)+2:], uint16(ind))
 		m.tail = ind
 	}

@@ -36,7 +36,7 @@ func UserBuffer(mem []byte) (*Buffer, error) {
 	if !unix.IsLinux {
 		return nil, notOnThisOS("register caller memory")
 	}
-	page := uint64(os.Getpagesize())
+	page := uint64(kcall.PageSize())
 	if len(mem) == 0 {
 		return nil, fmt.Errorf("uverbs: %w: caller memory of 0 bytes", ErrInvalidArgument)
 	}
@@ -167,7 +167,7 @@ func (pd *PD) regMR(buf *Buffer, offset, length int, iova uint64, withIOVA bool,
 // kernel's rule; another one fails with ErrInvalidArgument.
 func (pd *PD) RegMRIOVA(buf *Buffer, offset, length int, iova uint64, access qp.Access) (*MR, error) {
 	if buf != nil && buf.mem != nil && offset >= 0 && offset <= buf.Len() {
-		page := uint64(os.Getpagesize())
+		page := uint64(kcall.PageSize())
 		if addr := buf.Addr() + uint64(offset); (addr^iova)&(page-1) != 0 {
 			return nil, &rdma.OpError{Pkg: "uverbs", Op: "register MR", Device: pd.ctx.dev.Name, Err: fmt.Errorf(
 				"%w: IOVA %#x and address %#x differ in their offset within a %d-byte page", ErrInvalidArgument, iova, addr, page)}
@@ -187,7 +187,13 @@ func (pd *PD) RegMRIOVA(buf *Buffer, offset, length int, iova uint64, access qp.
 func (pd *PD) RegDmabufMR(fd int, offset, length, iova uint64, access qp.Access) (*MR, error) {
 	x := pd.ctx
 	const op = "register dmabuf MR"
-	page := uint64(os.Getpagesize())
+	page := uint64(kcall.PageSize())
+	if !x.nativeIoctl {
+		// ENOTTY before any argument check, as libibverbs' ioctl answers on
+		// such a kernel (it checks nothing itself; the kernel checks the
+		// rest, with its own page size).
+		return nil, opError(op, x.dev.Name, fmt.Errorf("%w: the kernel has no uverbs ioctl interface, which REG_DMABUF_MR needs (%w)", ErrNotSupported, unix.ENOTTY))
+	}
 	switch {
 	case fd < 0 || length == 0 || offset+length < offset || iova+length < iova:
 		return nil, &rdma.OpError{Pkg: "uverbs", Op: op, Device: x.dev.Name, Err: fmt.Errorf("%w: fd %d, %d bytes at offset %#x, IOVA %#x", ErrInvalidArgument, fd, length, offset, iova)}
@@ -204,10 +210,6 @@ func (pd *PD) RegDmabufMR(fd int, offset, length, iova uint64, access qp.Access)
 		return nil, err
 	}
 	defer x.mu.Unlock()
-	if !x.nativeIoctl {
-		// ENOTTY, as libibverbs' ioctl would answer on such a kernel.
-		return nil, opError(op, x.dev.Name, fmt.Errorf("%w: the kernel has no uverbs ioctl interface, which REG_DMABUF_MR needs (%w)", ErrNotSupported, unix.ENOTTY))
-	}
 	var lkey, rkey [4]byte
 	// The attributes in libibverbs' order (ibv_cmd_reg_dmabuf_mr).
 	call := kcall.NewIoctl(abi.UverbsObjectMR, abi.UverbsMethodRegDmabufMR, x.driverID)

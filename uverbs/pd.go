@@ -3,7 +3,6 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -96,7 +95,7 @@ func AllocBuffer(size int) (*Buffer, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("uverbs: %w: buffer size %d", ErrInvalidArgument, size)
 	}
-	page := os.Getpagesize()
+	page := kcall.PageSize()
 	n := (size + page - 1) / page * page
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {

@@ -50,6 +50,9 @@ func New(p Profile) *Device {
 	if p.DevID == 0 {
 		p.DevID = 0x1017
 	}
+	if p.PageSize == 0 {
+		p.PageSize = 4096
+	}
 	return &Device{
 		p:           p,
 		ctxs:        map[int]*uctx{},

@@ -369,8 +369,8 @@ func TestMmapOffsets(t *testing.T) {
 	if cqn != 0x400 {
 		t.Errorf("cqn %#x", cqn)
 	}
-	if uarMmapOffset(0x100) != (1<<16|9<<8)<<12 {
-		t.Errorf("uarMmapOffset(0x100) = %#x", uarMmapOffset(0x100))
+	if d2.uarMmapOffset(0x100) != (1<<16|9<<8)<<12 {
+		t.Errorf("uarMmapOffset(0x100) = %#x", d2.uarMmapOffset(0x100))
 	}
 	dc := newIoc(m2, objUAR, 0x1001)
 	dc.add(0x1000, 0, c.attrs[h].Data)

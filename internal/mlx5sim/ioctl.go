@@ -15,7 +15,6 @@ import (
 const (
 	hdrSize  = 24
 	attrSize = 16
-	pageSize = 4096
 
 	uhwIn  = abi.UverbsAttrUHWIn
 	uhwOut = abi.UverbsAttrUHWOut
@@ -97,7 +96,7 @@ func (d *Device) Ioctl(mem Mem, fd int, req, arg uint64, spareFD int) (ret int64
 		d.emit(fmt.Sprintf("~ IOCTL obj=%#x method=%#x -> ENOTTY @ioctl", h.ObjectID, h.MethodID))
 		return -1, false, unix.ENOTTY
 	}
-	if h.Length > pageSize || int(h.Length) != hdrSize+attrSize*int(h.NumAttrs) {
+	if uint64(h.Length) > d.pageSize() || int(h.Length) != hdrSize+attrSize*int(h.NumAttrs) {
 		d.emit(fmt.Sprintf("IOCTL obj=%#x method=%#x bad length %d/%d attrs -> EINVAL @ioctl", h.ObjectID, h.MethodID, h.Length, h.NumAttrs))
 		return -1, false, unix.EINVAL
 	}

@@ -49,15 +49,22 @@ func (c *call) mlx5AllocUcontext() ([]byte, unix.Errno) {
 	dyn := c.d.p.DynamicUAR && req.LibCaps&mlx5LibCapDynUAR != 0
 	total := int(req.TotalNumBfregs)
 	numDyn := 0
+	// With MLX5_LIB_CAP_4K_UAR a system page holds PAGE_SIZE/4096 UARs
+	// of two non-fast-path bfregs each (calc_total_bfregs; firmware with
+	// uar_4k, whose num_of_uars_per_page the driver sets to that).
+	uarsPerPage := 1
+	if req.LibCaps&abi.MLX5LibCap4KUAR != 0 {
+		uarsPerPage = int(c.d.pageSize() / 4096)
+	}
+	bfregsPerPage := 2 * uarsPerPage
 	if !dyn {
-		// calc_total_bfregs with one 4K UAR per system page.
 		if total == 0 {
 			return nil, unix.EINVAL
 		}
 		if total > mlx5MaxBfregs {
 			return nil, unix.ENOMEM
 		}
-		total = (total + 1) &^ 1
+		total = (total + bfregsPerPage - 1) / bfregsPerPage * bfregsPerPage
 		if int(req.NumLowLatencyBfregs) > total-1 {
 			return nil, unix.EINVAL
 		}
@@ -71,7 +78,7 @@ func (c *call) mlx5AllocUcontext() ([]byte, unix.Errno) {
 	u.dynUAR = dyn
 	u.lowLat = int(req.NumLowLatencyBfregs)
 	if !dyn {
-		u.staticPages = total / 2
+		u.staticPages = total / bfregsPerPage
 		u.bfregCount = make([]int, total)
 	} else {
 		u.staticPages, u.bfregCount, total = 0, nil, 0
@@ -83,7 +90,7 @@ func (c *call) mlx5AllocUcontext() ([]byte, unix.Errno) {
 		NumPorts: 1, CompMask: respMaskDumpFill, CQEVersion: u.cqeVersion,
 		CmdsSuppUhw:  3, // MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE | _CREATE_AH
 		EthMinInline: 1, // MLX5_INLINE_MODE_NONE + 1
-		LogUARSize:   12, NumUARsPerPage: 1, NumDynBfregs: uint32(numDyn), DumpFillMkey: dumpFillMkey,
+		LogUARSize:   12, NumUARsPerPage: uint32(c.d.pageSize() / 4096), NumDynBfregs: uint32(numDyn), DumpFillMkey: dumpFillMkey,
 	}
 	if !c.d.p.NoClock {
 		// x86: core clock at offsetof(mlx5_init_seg, internal_timer_h) %
@@ -161,7 +168,10 @@ func (d *Device) uarPageName(id uint32, used bool) string {
 		return fmt.Sprintf("%d", id)
 	}
 	for _, o := range d.objs {
-		if o.kind == "uar" && o.pageID == id {
+		if o.kind == "uar" && d.uarHolds(o, id) {
+			if id != o.pageID {
+				return fmt.Sprintf("%s+%d", o.name, id-o.pageID) // a 4K UAR of a larger system page
+			}
 			return o.name
 		}
 	}
@@ -170,11 +180,18 @@ func (d *Device) uarPageName(id uint32, used bool) string {
 
 func (c *call) uarByPage(id uint32) *object {
 	for _, o := range c.c.handles {
-		if o.kind == "uar" && o.pageID == id {
+		if o.kind == "uar" && c.d.uarHolds(o, id) {
 			return o
 		}
 	}
 	return nil
+}
+
+// uarHolds reports whether UAR object o's system page holds firmware UAR
+// page id: with 4K UARs, a system page of PAGE_SIZE holds PAGE_SIZE/4096
+// of them, from o.pageID on.
+func (d *Device) uarHolds(o *object, id uint32) bool {
+	return id >= o.pageID && uint64(id-o.pageID) < d.pageSize()/4096
 }
 
 // allocBfreg is qp.c alloc_bfreg: a free low-latency (high class) bfreg,
@@ -214,10 +231,10 @@ const mmapOffsetStart = 9 // MLX5_IB_MMAP_OFFSET_START
 
 // uarMmapOffset is mlx5_entry_to_mmap_offset for entry k of the
 // [9<<16, ...) mmap range.
-func uarMmapOffset(k int) uint64 {
+func (d *Device) uarMmapOffset(k int) uint64 {
 	pg := uint64(mmapOffsetStart)<<16 | uint64(k)
 	cmd, idx := pg>>16&0xffff, pg&0xffff
-	return (idx>>8<<16 | cmd<<8 | idx&0xff) << 12
+	return (idx>>8<<16 | cmd<<8 | idx&0xff) * d.pageSize()
 }
 
 func (c *call) ioctlUARAlloc() unix.Errno {
@@ -235,13 +252,13 @@ func (c *call) ioctlUARAlloc() unix.Errno {
 		k++
 	}
 	o := &object{kind: "uar", name: c.d.next("dynuar"), pageID: c.d.nextUARPage, mmapIdx: k, nc: t == 1}
-	c.d.nextUARPage++
+	c.d.nextUARPage += uint32(c.d.pageSize() / 4096) // one system page of 4K UARs
 	c.add(o)
 	c.c.mmapEntries[k] = o
 	var off [8]byte
 	var length, page [4]byte
-	abi.Native.PutUint64(off[:], uarMmapOffset(k))
-	abi.Native.PutUint32(length[:], pageSize)
+	abi.Native.PutUint64(off[:], c.d.uarMmapOffset(k))
+	abi.Native.PutUint32(length[:], uint32(c.d.pageSize()))
 	abi.Native.PutUint32(page[:], o.pageID)
 	for _, e := range []unix.Errno{c.ic.out(0x1002, off[:]), c.ic.out(0x1003, length[:]), c.ic.out(0x1004, page[:]), c.ic.setData(0x1000, uint64(o.handle))} {
 		if e != 0 {
@@ -249,7 +266,7 @@ func (c *call) ioctlUARAlloc() unix.Errno {
 			return c.finish(e)
 		}
 	}
-	c.resf("handle=%d offset=%#x length=%d page_id=%#x", o.handle, uarMmapOffset(k), pageSize, o.pageID)
+	c.resf("handle=%d offset=%#x length=%d page_id=%#x", o.handle, c.d.uarMmapOffset(k), c.d.pageSize(), o.pageID)
 	return c.finish(0)
 }
 
@@ -268,19 +285,17 @@ func (c *call) ioctlUARDestroy() unix.Errno {
 
 // MLX5_IB_MMAP commands (mlx5-abi.h enum mlx5_ib_mmap_cmd).
 const (
-	mmapRegular    = 0
-	mmapContig     = 1
-	mmapWC         = 2
-	mmapNC         = 3
-	mmapCoreClock  = 5
-	mmapAllocWC    = 6
-	mmapClockInfo  = 7
-	mmapDeviceMem  = 8
-	mmapCmdShift   = 8
-	mmapCmdMask    = 0xff
-	pageShift      = 12
-	protWrite      = unix.PROT_WRITE
-	uarPageMapSize = pageSize
+	mmapRegular   = 0
+	mmapContig    = 1
+	mmapWC        = 2
+	mmapNC        = 3
+	mmapCoreClock = 5
+	mmapAllocWC   = 6
+	mmapClockInfo = 7
+	mmapDeviceMem = 8
+	mmapCmdShift  = 8
+	mmapCmdMask   = 0xff
+	protWrite     = unix.PROT_WRITE
 )
 
 // Mmap answers mmap(addr, length, prot, MAP_SHARED, fd, offset) on a
@@ -291,7 +306,8 @@ func (d *Device) Mmap(mem Mem, fd int, addr, length, offset uint64, prot int) un
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.ctxFor(fd)
-	pgoff := offset >> pageShift
+	pageSize := d.pageSize()
+	pgoff := offset / pageSize // vm_pgoff
 	cmd := pgoff >> mmapCmdShift & mmapCmdMask
 	idx := pgoff & 0xff
 	ext := pgoff>>16<<8 | idx // get_extended_index
@@ -324,7 +340,7 @@ func (d *Device) Mmap(mem Mem, fd int, addr, length, offset uint64, prot int) un
 		if cmd == mmapNC {
 			m.name += "nc"
 		}
-		m.reg = d.addWatched(nil, m.name, addr, pageSize)
+		m.reg = d.addWatched(nil, m.name, addr, int(pageSize))
 	case mmapContig:
 		return fail(unix.ENOSYS)
 	case mmapCoreClock:
@@ -365,7 +381,7 @@ func (d *Device) Mmap(mem Mem, fd int, addr, length, offset uint64, prot int) un
 		o.mapped++
 		m.uar = o
 		m.name = o.name
-		m.reg = d.addWatched(nil, o.name, addr, pageSize)
+		m.reg = d.addWatched(nil, o.name, addr, int(pageSize))
 	}
 	c.maps[addr] = m
 	d.emit(fmt.Sprintf("%s %s -> ok", line, m.name))

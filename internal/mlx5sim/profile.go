@@ -28,10 +28,16 @@ type Profile struct {
 	// NoAtomic: QUERY_DEVICE reports atomic_cap ATOMIC_NONE (atomic=none);
 	// by default ATOMIC_HCA (atomic=hca), as mlx5_ib's get_atomic_caps.
 	NoAtomic bool
+	// PageSize is the simulated kernel's page size (page=4096|16384|65536;
+	// arm64 kernels run with 16 KiB or 64 KiB pages): both stacks read it
+	// as sysconf(_SC_PAGESIZE) (the C side through the shim, ours through
+	// kcall.PageSize), and the device sizes UAR and clock pages, mmap
+	// offsets and the bfregs per system page by it.
+	PageSize int
 }
 
 // DefaultProfile is static UARs, ECE, ConnectX-5, ioctl.
-func DefaultProfile() Profile { return Profile{ECE: true, DevID: 0x1017} }
+func DefaultProfile() Profile { return Profile{ECE: true, DevID: 0x1017, PageSize: 4096} }
 
 // ParseProfile parses a profile line ("profile k=v ..." or just "k=v ...");
 // unset keys keep their defaults.
@@ -93,6 +99,12 @@ func ParseProfile(line string) (Profile, error) {
 			default:
 				return p, fmt.Errorf("mlx5sim: profile: atomic=%q (none|hca)", v)
 			}
+		case "page":
+			n, err := strconv.Atoi(v)
+			if err != nil || (n != 4096 && n != 16384 && n != 65536) {
+				return p, fmt.Errorf("mlx5sim: profile: page=%q (4096|16384|65536)", v)
+			}
+			p.PageSize = n
 		default:
 			return p, fmt.Errorf("mlx5sim: profile: unknown key %q", k)
 		}
@@ -122,6 +134,9 @@ func (p Profile) String() string {
 	if p.NoAtomic {
 		s += " atomic=none"
 	}
+	if p.PageSize != 0 && p.PageSize != 4096 {
+		s += fmt.Sprintf(" page=%d", p.PageSize)
+	}
 	return s
 }
 
@@ -131,3 +146,10 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// pageSize is the simulated kernel's PAGE_SIZE.
+func (d *Device) pageSize() uint64 { return uint64(d.p.PageSize) }
+
+// PageSize makes the in-process stack see the profile's page size
+// (kcall.PageSizer).
+func (s *seam) PageSize() int { return s.d.p.PageSize }

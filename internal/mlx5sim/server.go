@@ -71,6 +71,9 @@ func RunChild(ctx context.Context, cmd *exec.Cmd, d *Device) error {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, sockEnv+"="+path)
+	if d.p.PageSize != 0 && d.p.PageSize != 4096 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("MLX5SIM_PAGESIZE=%d", d.p.PageSize)) // the shim's sysconf(_SC_PAGESIZE)
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -730,3 +730,42 @@ EXPORT int close(int fd)
 	}
 	return real_close(fd);
 }
+
+/* ---------------------------------------------------------------------------
+ * Page size (profile page=N): libibverbs and libmlx5 read the kernel's
+ * page size with sysconf(_SC_PAGESIZE) (and getpagesize()); with
+ * $MLX5SIM_PAGESIZE set both answer it, as a 16 KiB or 64 KiB arm64
+ * kernel would. Mappings still come from the host in its pages, which
+ * divide the simulated ones.
+ */
+static long sim_page_size(void)
+{
+	const char *s = getenv("MLX5SIM_PAGESIZE");
+
+	return s && *s ? strtol(s, NULL, 0) : 0;
+}
+
+EXPORT long sysconf(int name)
+{
+	static long (*real_sysconf)(int);
+	long n;
+
+	if (name == _SC_PAGESIZE && (n = sim_page_size()) > 0)
+		return n;
+	if (!real_sysconf)
+		real_sysconf = next_sym("sysconf");
+	return real_sysconf(name);
+}
+
+EXPORT int getpagesize(void)
+{
+	static int (*real_getpagesize)(void);
+	long n = sim_page_size();
+
+	if (n > 0)
+		return (int)n;
+	if (!real_getpagesize)
+		real_getpagesize = next_sym("getpagesize");
+	return real_getpagesize();
+}
+/* End of the page size section. */
