@@ -238,6 +238,11 @@ func testMutantsArm64(t *testing.T, e *arm64Env) {
 		mutants := []struct{ env, want string }{
 			{"", ""},
 			{"MLX5_FENCE_MUTANT=nolfence", "- fence dsb ld   (C)"},
+			// udma_to_device_barrier before the RQ doorbell record is a
+			// DSB ST here (no instruction on amd64), and the poll's
+			// udma_from_device_barrier a DSB LD.
+			{"MLX5_MUTANT=rqbarrier", "fence dsb st"},
+			{"MLX5_MUTANT=pollbarrier", "fence dsb ld"},
 		}
 		if file == "testdata/send_opcodes.scn" {
 			mutants = []struct{ env, want string }{

@@ -34,6 +34,9 @@ type mutant struct {
 	// fences: seen only in the fence events, which the C side records
 	// on amd64 alone.
 	fences bool
+	// unit names a uverbs test that must fail with the defect, where
+	// libmlx5 v44 itself is wrong and the comparison cannot judge.
+	unit string
 	// escapes, when set, says why the harness cannot see this defect
 	// yet; the test then fails if it does see it (so that the entry is
 	// updated), and counts it as escaped.
@@ -75,7 +78,7 @@ var mutants = []mutant{
 	{name: "avsport", files: []string{"ud.scn"}, want: "uar6+"},
 	{name: "sqdb", files: []string{"send_opcodes.scn"}, want: "qp0.db"},
 	{name: "rqdb", files: []string{"completions.scn"}, want: "qp0.db"},
-	{name: "rqbarrier", files: []string{"completions.scn"}, escapes: "udma_to_device_barrier is no instruction on amd64 (in libmlx5 too), and other GOARCHes compare no fences"},
+	{name: "rqbarrier", files: []string{"completions.scn"}, escapes: "udma_to_device_barrier is no instruction on amd64 (in libmlx5 too); TestDifferentialArm64 catches it as a missing dsb st"},
 	{name: "srqdb", files: []string{"srq_basic.scn"}, want: "srq0.db"},
 	{name: "cqci", files: []string{"completions.scn"}, want: "cq0.db"},
 	{name: "cqcilate", files: []string{"completions.scn"}, want: "cq0.db"},
@@ -98,11 +101,16 @@ var mutants = []mutant{
 	{name: "grh", files: []string{"ud_recv_grh.scn"}, want: "rec wc"},
 	{name: "sl", files: []string{"ud_recv_grh.scn"}, want: "rec wc"},
 	{name: "scat64", files: []string{"cq_scatter128.scn"}, want: "rec mem"},
-	{name: "scat64req", files: []string{"cq_scatter128.scn"}, escapes: "no scenario scatters 64 bytes of an RDMA READ response into a 128-byte CQE: there our provider reads the slot, where the HCA puts it, and libmlx5 v44 one byte before it"},
+	// An RDMA READ's 64 bytes scattered to a 128-byte CQE: libmlx5 v44
+	// reads them one byte before the slot (fixed in v64), so no scenario
+	// compares it; TestMLX5CQE128 pins the slot the HCA writes.
+	{name: "scat64req", unit: "TestMLX5CQE128"},
 	{name: "scat32", files: []string{"scatter.scn"}, want: "rec mem"},
-	{name: "armci", files: []string{"cq_arm_events.scn"}, want: "cq0.db"},
-	{name: "armsn", files: []string{"cq_arm_events.scn"}, want: "cq0.db"},
-	{name: "armcmd", files: []string{"arm.scn"}, want: "cq0.db"},
+	// The arm writes the doorbell record, then the UAR; with no fence line
+	// between them natively, the snapshot lists the UAR first.
+	{name: "armci", files: []string{"cq_arm_events.scn"}, want: "cq0.db|uar0+"},
+	{name: "armsn", files: []string{"cq_arm_events.scn"}, want: "cq0.db|uar0+"},
+	{name: "armcmd", files: []string{"arm.scn"}, want: "cq0.db|uar0+"},
 	{name: "armcqn", files: []string{"arm.scn"}, want: "uar0+"},
 	{name: "armdbrec", files: []string{"arm.scn"}, want: "cq0.db"},
 	{name: "armbarrier", files: []string{"arm.scn"}, want: "fence sfence", fences: true},
@@ -263,7 +271,13 @@ func TestMutantsCaught(t *testing.T) {
 				t.Parallel()
 				var err error
 				var where [2]string
+				if m.unit != "" {
+					err, where = unitCatches(t, gobin, m.name, m.unit), [2]string{"uverbs", m.unit}
+				}
 				for _, c := range cells(append([]string(nil), m.files...), m.profiles) {
+					if m.unit != "" {
+						break
+					}
 					if err = compare(t, m.name, c[0], c[1], m.fences); err != nil {
 						where = c
 						break
@@ -290,13 +304,28 @@ func TestMutantsCaught(t *testing.T) {
 					t.Errorf("mutant %q was not caught: every trace compares equal", m.name)
 				case m.escapes != "":
 					t.Errorf("mutant %q is caught now (by %s %s); update its entry, which says it escapes: %s", m.name, where[0], where[1], m.escapes)
-				case !firstDiffShows(err.Error(), m.want):
+				case m.unit == "" && !firstDiffShows(err.Error(), m.want):
 					t.Errorf("mutant %q caught by %s %s, but its first difference is not in %q:\n%v", m.name, where[0], where[1], m.want, firstLines(err.Error(), 20))
 				}
 			})
 		}
 	})
 	t.Logf("score: %d of %d defects caught; escaped: %v", len(caught), len(caught)+len(escaped), escaped)
+}
+
+// unitCatches runs the uverbs test unit with defect name (built with
+// -tags mlx5mutant) and returns an error if it fails, as it must.
+func unitCatches(t *testing.T, gobin, name, unit string) error {
+	cmd := exec.Command(gobin, "test", "-tags", "mlx5mutant", "-count=1", "-run", "^"+unit+"$", "../../uverbs/")
+	cmd.Env = append(os.Environ(), "MLX5_MUTANT="+name)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	if !strings.Contains(string(out), "--- FAIL: "+unit) {
+		t.Fatalf("uverbs %s with defect %q did not run to a test failure: %v\n%s", unit, name, err, out)
+	}
+	return fmt.Errorf("uverbs %s fails:\n%s", unit, out)
 }
 
 // firstDiffShows reports whether the first line of either side in a
