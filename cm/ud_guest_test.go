@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/qp"
@@ -32,6 +33,7 @@ func TestGuestUDSIDR(t *testing.T) {
 	defer ch.Close()
 	t.Logf("backend %q", ch.Backend())
 	addr := netip.AddrPortFrom(localAddr(t), 7391)
+	conns0 := engineConns(t, ch)
 
 	l, err := ch.CreateID(rdma.PortSpaceUDP, nil)
 	if err != nil {
@@ -112,4 +114,29 @@ func TestGuestUDSIDR(t *testing.T) {
 		!errors.Is(err, ErrRejected) || !errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrTimeout) {
 		t.Fatalf("got %v, want a *SIDRError with status unsupported service for %v", err, dst)
 	}
+	// Nothing left in the engine once the IDs are gone.
+	for _, x := range []*ID{bad, id, pid, l} {
+		if err := x.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := engineConns(t, ch); n != conns0 {
+		t.Errorf("the engine holds %d IDs after the UD IDs were destroyed, %d before", n, conns0)
+	}
+}
+
+// engineConns counts the IDs the user backend's engines hold (-1 on the
+// kernel backend).
+func engineConns(t *testing.T, ch *Channel) int {
+	u, ok := ch.b.(*user)
+	if !ok {
+		return -1
+	}
+	n := 0
+	for _, p := range u.ports {
+		if err := p.d.Do(func(e *engine.Engine, _ time.Time) error { n += e.Len(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
 }
