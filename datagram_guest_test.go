@@ -139,7 +139,7 @@ client: one byte over the MTU refused: true
 			t.Fatal(err)
 		}
 		waitListen(t, ctx, peer, udaddy.Port)
-		cfg, err := udaddy.Parse([]string{"-s", peer.Addr, "-C", "10", "-S", "100", "-backend", string(backend)}, os.Stderr)
+		cfg, err := udaddy.Parse([]string{"-s", peer.Addr, "-b", guest.Local().Addr, "-C", "10", "-S", "100", "-backend", string(backend)}, os.Stderr)
 		if err != nil {
 			t.Fatal(err)
 		}

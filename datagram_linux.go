@@ -93,13 +93,14 @@ type dgConfig struct {
 	maxMsg         int
 	privateData    []byte
 	onRequest      func(DatagramRequest) error
+	source         netip.Addr
 }
 
 func (o *DatagramOptions) config() (dgConfig, error) {
 	if o == nil {
 		o = &DatagramOptions{}
 	}
-	c := dgConfig{backend: o.Backend, privateData: o.PrivateData, onRequest: o.OnRequest, maxMsg: o.MaxMessage}
+	c := dgConfig{backend: o.Backend, privateData: o.PrivateData, onRequest: o.OnRequest, maxMsg: o.MaxMessage, source: o.Source}
 	if c.backend == "" {
 		c.backend = rdma.BackendAuto
 	}
@@ -175,7 +176,11 @@ func dialDatagram(ctx context.Context, dst netip.AddrPort, cfg dgConfig) (_ *Dat
 			ep.Close()
 		}
 	}()
-	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 0); err != nil {
+	var src netip.AddrPort
+	if cfg.source.IsValid() {
+		src = netip.AddrPortFrom(cfg.source, 0)
+	}
+	if err := id.ResolveAddr(ctx, src, dst, 0); err != nil {
 		return nil, err
 	}
 	if _, err := ep.expect(ctx, cm.EventAddrResolved); err != nil {
