@@ -147,7 +147,7 @@ vmtest: deps
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" ./...
-	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrAsked|TestGuestNoStarve|TestGuestConnectRefused|TestGuestMulticastJoinLeave' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
+	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrAsked|TestGuestNoStarve|TestGuestConnectRefused|TestGuestMulticastJoinLeave|TestGuestUDSIDR' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
 
 # The rsocket twin against rstream in both roles, many rounds (make vmtest
 # runs one): no client may hang where rstream's own pair completes.

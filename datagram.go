@@ -18,6 +18,9 @@ type DatagramOptions struct {
 	// Backend is the CM: "" (rdma.BackendAuto), rdma.BackendKernel or
 	// rdma.BackendUser.
 	Backend rdma.Backend
+	// Source is the local address DialDatagram sends from (udaddy's -b);
+	// the zero Addr lets the route choose.
+	Source netip.Addr
 	// MaxSendWR and MaxRecvWR size the work queues (0: DefaultMaxWR).
 	// MaxRecvWR receives are kept posted: the datagrams that can arrive
 	// between two Recv calls (UD drops a message with no receive posted).

@@ -62,6 +62,27 @@ client: one byte over the MTU refused: true
 		}
 	})
 
+	t.Run("rejected", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var seen rdmacm.DatagramRequest
+		srv, err := rdmacm.ListenDatagram(exampleHost+":7479", &rdmacm.DatagramOptions{Backend: backend,
+			OnRequest: func(r rdmacm.DatagramRequest) error { seen = r; return errors.New("not you") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		_, err = rdmacm.DialDatagram(ctx, exampleHost+":7479", &rdmacm.DatagramOptions{Backend: backend, PrivateData: []byte("let me in")})
+		t.Logf("dial a listener that refuses: %v (request from %v to %v, %q)", err, seen.From, seen.To, bytes.TrimRight(seen.PrivateData, "\x00"))
+		var se *cm.SIDRError
+		if !errors.Is(err, rdmacm.ErrRejected) || !errors.As(err, &se) || se.Status != mad.SIDRReject {
+			t.Fatalf("got %v, want a *cm.SIDRError with status REJECT", err)
+		}
+		if !bytes.HasPrefix(seen.PrivateData, []byte("let me in")) || seen.To.Port() != 7479 || seen.From.Addr().String() != exampleHost {
+			t.Errorf("OnRequest saw %+v", seen)
+		}
+	})
+
 	t.Run("oversize", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -118,7 +139,7 @@ client: one byte over the MTU refused: true
 			t.Fatal(err)
 		}
 		waitListen(t, ctx, peer, udaddy.Port)
-		cfg, err := udaddy.Parse([]string{"-s", peer.Addr, "-C", "10", "-S", "100", "-backend", string(backend)}, os.Stderr)
+		cfg, err := udaddy.Parse([]string{"-s", peer.Addr, "-b", guest.Local().Addr, "-C", "10", "-S", "100", "-backend", string(backend)}, os.Stderr)
 		if err != nil {
 			t.Fatal(err)
 		}

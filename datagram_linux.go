@@ -93,13 +93,14 @@ type dgConfig struct {
 	maxMsg         int
 	privateData    []byte
 	onRequest      func(DatagramRequest) error
+	source         netip.Addr
 }
 
 func (o *DatagramOptions) config() (dgConfig, error) {
 	if o == nil {
 		o = &DatagramOptions{}
 	}
-	c := dgConfig{backend: o.Backend, privateData: o.PrivateData, onRequest: o.OnRequest, maxMsg: o.MaxMessage}
+	c := dgConfig{backend: o.Backend, privateData: o.PrivateData, onRequest: o.OnRequest, maxMsg: o.MaxMessage, source: o.Source}
 	if c.backend == "" {
 		c.backend = rdma.BackendAuto
 	}
@@ -175,7 +176,11 @@ func dialDatagram(ctx context.Context, dst netip.AddrPort, cfg dgConfig) (_ *Dat
 			ep.Close()
 		}
 	}()
-	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 0); err != nil {
+	var src netip.AddrPort
+	if cfg.source.IsValid() {
+		src = netip.AddrPortFrom(cfg.source, 0)
+	}
+	if err := id.ResolveAddr(ctx, src, dst, 0); err != nil {
 		return nil, err
 	}
 	if _, err := ep.expect(ctx, cm.EventAddrResolved); err != nil {
@@ -622,21 +627,8 @@ func (ep *DatagramEndpoint) Recv(ctx context.Context, b []byte) (Datagram, error
 // last 20 bytes; the local GID index of the address it was sent to; its
 // QP from the completion; this side's Q_Key, as udaddy replies.
 func (ep *DatagramEndpoint) peerOf(grh []byte, wc uverbs.WC) (*Peer, error) {
-	var src, dst rdma.GID
-	var tclass uint8
-	var flow uint32
-	v4 := grh[20]>>4 == 4 && grh[20]&0xf == 5
-	gidType := uverbs.GIDTypeRoCEv2
-	if v4 {
-		src = rdma.GIDFromAddr(netip.AddrFrom4([4]byte(grh[32:36])))
-		dst = rdma.GIDFromAddr(netip.AddrFrom4([4]byte(grh[36:40])))
-		tclass = grh[21]
-	} else {
-		w := binary.BigEndian.Uint32(grh[0:4])
-		tclass, flow = uint8(w>>20), w&0xfffff
-		copy(src[:], grh[8:24])
-		copy(dst[:], grh[24:40])
-	}
+	h := parseGRH(grh)
+	src, dst, gidType := h.src, h.dst, uverbs.GIDTypeRoCEv2
 	idx := -1
 	for _, g := range ep.gids {
 		if g.Port == int(ep.port) && g.GID == dst && (idx < 0 || g.Type == gidType) {
@@ -655,7 +647,7 @@ func (ep *DatagramEndpoint) peerOf(grh []byte, wc uverbs.WC) (*Peer, error) {
 	if p := ep.peers[key]; p != nil {
 		return p, nil
 	}
-	attr := qp.AH{GRH: qp.GRH{DGID: src, SGIDIndex: uint8(idx), HopLimit: 64, TrafficClass: tclass, FlowLabel: flow},
+	attr := qp.AH{GRH: qp.GRH{DGID: src, SGIDIndex: uint8(idx), HopLimit: 64, TrafficClass: h.tclass, FlowLabel: h.flow},
 		IsGlobal: true, PortNum: ep.port}
 	ah, err := ep.pd.CreateAH(attr)
 	if err != nil {
@@ -664,6 +656,58 @@ func (ep *DatagramEndpoint) peerOf(grh []byte, wc uverbs.WC) (*Peer, error) {
 	p := &Peer{ah: ah, attr: attr, QPN: wc.SrcQP, QKey: cm.UDPQKey, Addr: src.Addr().Unmap()}
 	ep.peers[key] = p
 	return p, nil
+}
+
+// grhInfo is what a received GRH says of the message's route.
+type grhInfo struct {
+	src, dst rdma.GID
+	tclass   uint8
+	flow     uint32
+}
+
+// parseGRH reads the 40 bytes before a UD message: a GRH, or on RoCE v2
+// over IPv4 20 reserved bytes and the IPv4 header (its addresses become
+// IPv4-mapped GIDs).
+func parseGRH(grh []byte) grhInfo {
+	var h grhInfo
+	if isIPv4GRH(grh) {
+		h.src = rdma.GIDFromAddr(netip.AddrFrom4([4]byte(grh[32:36])))
+		h.dst = rdma.GIDFromAddr(netip.AddrFrom4([4]byte(grh[36:40])))
+		h.tclass = grh[21]
+		return h
+	}
+	w := binary.BigEndian.Uint32(grh[0:4])
+	h.tclass, h.flow = uint8(w>>20), w&0xfffff
+	copy(h.src[:], grh[8:24])
+	copy(h.dst[:], grh[24:40])
+	return h
+}
+
+// isIPv4GRH tells the IPv4 header of RoCE v2 from a GRH by the version
+// nibbles (byte 0 of a GRH, byte 20 of the reserved-then-IPv4 form), and
+// only when both could be right by the IPv4 checksum, as libibverbs
+// does: rxe's loopback leaves the checksum 0, the reserved bytes rule it
+// out.
+func isIPv4GRH(grh []byte) bool {
+	v6, v4 := grh[0]>>4 == 6, grh[20]>>4 == 4 && grh[20]&0xf == 5
+	if v6 && v4 {
+		return ipv4Checksum(grh[20:40]) == 0
+	}
+	return v4
+}
+
+// ipv4Checksum is the one's complement sum of an IPv4 header: 0 over a
+// header with a valid checksum (how libibverbs tells the IPv4 header of a
+// RoCE v2 GRH from a GRH).
+func ipv4Checksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
 }
 
 // Close stops listening, and destroys the QP, its CQs and completion

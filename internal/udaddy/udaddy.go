@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -269,7 +270,16 @@ func runClient(ctx context.Context, cfg *Config, out, errOut io.Writer) int {
 		return -int(unix.EOPNOTSUPP)
 	}
 	if cfg.Src != "" {
-		fmt.Fprintln(errOut, "udaddy: -b on the client: the datagram endpoints pick the source by route")
+		a, err := netip.ParseAddr(cfg.Src)
+		if err != nil {
+			ips, lerr := net.DefaultResolver.LookupNetIP(ctx, "ip", cfg.Src)
+			if lerr != nil || len(ips) == 0 {
+				fmt.Fprintf(errOut, "udaddy: -b %s: %v\n", cfg.Src, err)
+				return -int(unix.EINVAL)
+			}
+			a = ips[0]
+		}
+		o.Source = a.Unmap()
 	}
 	fmt.Fprintln(out, "udaddy: connecting")
 	eps := make([]*rdmacm.DatagramEndpoint, 0, cfg.Connections)
