@@ -24,6 +24,7 @@ uverbs/mlx5_cq.go
 uverbs/mlx5_srq.go
 uverbs/rxe_srq.go
 internal/mlx5sim/install.go
+internal/mlx5sim/remote.go
 '
 
 listed() { printf '%s\n' "$2" | grep -qxF "$1"; }
