@@ -29,7 +29,7 @@ const (
 const arm64KernelMeta = "linux-image-arm64"
 
 // arm64ImageFormat changes whenever the arm64 image layout changes.
-const arm64ImageFormat = "vmtest-image-arm64-1"
+const arm64ImageFormat = "vmtest-image-arm64-2"
 
 // arm64Packages are fetched for arm64 besides DebPackages: everything in
 // the arm64 guest comes from Debian's arm64 packages (the host's busybox
@@ -63,6 +63,7 @@ func (img *Image) qemuBinary() string {
 var arm64HostNeeds = [][2]string{
 	{"/usr/bin/qemu-system-aarch64", "qemu-system-arm"},
 	{"/usr/bin/dpkg-deb", "dpkg"},
+	{"/usr/bin/" + arm64Triple + "-gcc", "gcc-aarch64-linux-gnu"},
 }
 
 // ensureArm64Host installs qemu-system-arm if missing and enables the arm64
@@ -392,6 +393,23 @@ func buildArm64Image(ctx context.Context, log io.Writer, cache, dir, key, kpkg s
 		return nil, errors.New("libgcc-s1 (arm64): no libgcc_s.so.1")
 	}
 	t.Copy(lf.Guest, 0o755, lf.Host)
+	// librdmacm and libibverbs with their libraries, to link C fixtures
+	// for the guest against (BuildC).
+	for _, l := range []string{"librdmacm.so.1", "libibverbs.so.1"} {
+		lf, ok := res.find(l)
+		if !ok {
+			return nil, fmt.Errorf("arm64 %s not found", l)
+		}
+		libs, err := res.closure(lf.Host)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range append(libs, lf) {
+			if err := copyFile(filepath.Join(tmp, "lib", filepath.Base(f.Guest)), f.Host); err != nil {
+				return nil, err
+			}
+		}
+	}
 
 	var initrd bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&initrd, gzip.BestSpeed)
@@ -438,4 +456,15 @@ func buildArm64Image(ctx context.Context, log io.Writer, cache, dir, key, kpkg s
 		return nil, err
 	}
 	return loadImage(dir)
+}
+
+func copyFile(dst, src string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }

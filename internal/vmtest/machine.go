@@ -39,6 +39,7 @@ type Machine struct {
 	// SkippedModules are the modules this guest did not load.
 	SkippedModules []string
 
+	image   *Image
 	agent   *agent.Client
 	cmd     *exec.Cmd
 	console string
@@ -150,7 +151,7 @@ func startMachine(ctx context.Context, img *Image, c MachineConfig) (*Machine, e
 	skip := img.SkipClosure(c.SkipModules)
 	m := &Machine{
 		Name: c.Name, Addr: c.Addr, Share: c.Share, Accel: c.Accel, Arch: img.ArchName(), SkippedModules: skip,
-		agent:   &agent.Client{Name: c.Name, Dir: stateDir},
+		image: img, agent: &agent.Client{Name: c.Name, Dir: stateDir},
 		console: c.Console, done: make(chan struct{}),
 	}
 	if img.ArchName() == ArchARM64 {
