@@ -343,15 +343,27 @@ func cmtimeMixed(t *testing.T, ours, cp *vmtest.Machine, goPing string) {
 	})
 	t.Run("go-server", func(t *testing.T) {
 		ctx := ctxFor(t, 3*time.Minute)
-		wait := serverUp(t, ctx, ours, goPing, "-s -cmtime 1 -a "+ours.Addr, 7471)
+		// The -cmtime server serves until stopped.
+		cmd := goPing + " -s -cmtime 1 -a " + ours.Addr
+		srv, err := ours.Start(ctx, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Stop(context.Background())
+		if goPing == userPing {
+			if err := srv.WaitOutput(ctx, "listening on"); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			listening(t, ctx, ours, 7471)
+		}
 		out, _, code := runOn(t, ctx, cp, "cmtime -s "+ours.Addr+" -c 20")
 		if code != 0 {
 			t.Fatalf("cmtime: exit %d", code)
 		}
 		check(t, "cmtime", out)
-		// The -cmtime 1 server leaves after its one round of connections.
-		if _, code := wait(); code != 0 {
-			t.Fatalf("rdmacm-ping -s -cmtime: exit %d", code)
+		if r, err := srv.Stop(ctx); err != nil {
+			t.Fatalf("%s: %v %+v", cmd, err, r)
 		}
 	})
 }
