@@ -571,7 +571,9 @@ func exampleCase(t *testing.T, ours, cp *vmtest.Machine, goProg, cProg, backend 
 func echoMixed(t *testing.T, ours, cp *vmtest.Machine, backend string) {
 	// echo.c's server waits for a receive that fails, but a peer's
 	// disconnect does not flush its QP (not even echo.c's own client's):
-	// it never ends, and prints only "listening".
+	// it never ends, and prints only "listening". It reads no CM event
+	// either, so no DREP: our client's Disconnect waits out the DREQ
+	// timeout (~100 s).
 	exampleCase(t, ours, cp, "/host/bin/echo", "/host/bin/echo-c", backend, 7471, false, func(t *testing.T, srv, cli string) {
 		if strings.Contains(t.Name(), "go-client") {
 			if srv != "listening\n" {
