@@ -11,7 +11,7 @@ FUZZTIME ?= 30000x
 QEMU_USER_PKGS ?= ./ece/... ./mad/... ./qp/... ./internal/abi/... ./internal/barrier/ ./internal/kcall/... ./rsocket/
 CROSS_ARCHES   ?= amd64 arm64 riscv64 ppc64le s390x loong64 386
 
-.PHONY: vmtest-stress hwtest bench-vm all build test fast slow unit lint vet staticcheck vulncheck check-unsafe fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
+.PHONY: vmtest-arm64 vmtest-stress hwtest bench-vm all build test fast slow unit lint vet staticcheck vulncheck check-unsafe fuzz fuzz-long bench cross qemu-user vmtest demo deps clean
 
 all: build
 
@@ -140,6 +140,7 @@ vmtest: deps
 	$(GO) run ./internal/vmtest/cmd/vmtest prepare
 	VMTEST=1 $(GO) test -count=1 -timeout 9m -v ./internal/vmtest/
 	VMTEST=1 $(GO) test -count=1 -timeout 20m -v ./cmd/rdmacm-ping/
+	VMTEST=1 VMTEST_ARM64=smoke $(GO) test -count=1 -timeout 5m -v -run '^TestMixedSmoke$$' ./cmd/rdmacm-ping/
 	VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v ./cmd/rsocket-stream/ ./cmd/rsocket-copy/
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./internal/vmtest/cmd/vmexec
 	$(GO) generate ./internal/hwtest/ .
@@ -148,6 +149,15 @@ vmtest: deps
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 8m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" $(VMEXEC_NOCM_PKGS)
 	cd examples/grpc && CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -timeout 10m -v -exec "$(CURDIR)/bin/vmexec -nocm-a" ./...
 	CGO_ENABLED=0 VMTEST=1 $(GO) test -count=1 -p 1 -timeout 15m -v -run 'TestGuestEndurance|TestGuestCreateQPAllocs|TestGuestCreateQPInitAttrAsked|TestGuestNoStarve|TestGuestConnectRefused|TestGuestMulticastJoinLeave|TestGuestUDSIDR' -exec "$(CURDIR)/bin/vmexec -nocm-a" ./cm/
+
+# An x86-64 guest and an arm64 guest (Debian's arm64 kernel under
+# qemu-system-aarch64) on one wire: every interop pairing in both
+# placements and both roles, on the kernel CM and with the arm64 side on
+# our engine (make vmtest runs TestMixedSmoke only; docs/testing.md).
+vmtest-arm64: deps
+	$(GO) run ./internal/vmtest/cmd/vmtest prepare
+	$(GO) run ./internal/vmtest/cmd/vmtest prepare -arch arm64
+	VMTEST=1 VMTEST_ARM64=1 $(GO) test -count=1 -timeout 40m -v -run '^TestMixed' ./cmd/rdmacm-ping/
 
 # The rsocket twin against rstream in both roles, many rounds (make vmtest
 # runs one): no client may hang where rstream's own pair completes.

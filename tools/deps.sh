@@ -11,6 +11,11 @@ have qemu-s390x-static || need+=(qemu-user-static)
 # no TCG plugins, and the mlx5 fence comparison runs under one.
 have qemu-x86_64 || need+=(qemu-user)
 have qemu-system-x86_64 || need+=(qemu-system-x86)
+# The arm64 guest (make vmtest-arm64, TestMixedSmoke in make vmtest) and
+# the C peers cross-compiled for it; its packages come from Debian's arm64
+# archive, which internal/vmtest enables (dpkg --add-architecture arm64).
+have qemu-system-aarch64 || need+=(qemu-system-arm)
+have aarch64-linux-gnu-gcc || need+=(gcc-aarch64-linux-gnu)
 [ -x /bin/busybox ] || need+=(busybox-static)
 have tcpdump || need+=(tcpdump)
 have cpio || need+=(cpio)

@@ -13,6 +13,9 @@ import (
 // from .deb files under a staging root land at their guest paths.
 type libResolver struct {
 	dirs []libDir
+	// root, when set, is a staging tree the interpreter is found in
+	// (a foreign architecture's, which the host does not have).
+	root string
 }
 
 type libDir struct{ host, guest string }
@@ -45,7 +48,7 @@ func (r *libResolver) closure(bin string) ([]libFile, error) {
 			interp := string(b[:len(b)-1]) // NUL-terminated
 			if !seen[interp] {
 				seen[interp] = true
-				host, err := filepath.EvalSymlinks(interp)
+				host, err := r.interpreter(interp)
 				if err != nil {
 					return fmt.Errorf("%s: interpreter: %w", file, err)
 				}
@@ -79,6 +82,33 @@ func (r *libResolver) closure(bin string) ([]libFile, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// interpreter resolves the ELF interpreter on the host, or inside root
+// (absolute links there point into root too).
+func (r *libResolver) interpreter(interp string) (string, error) {
+	if r.root == "" {
+		return filepath.EvalSymlinks(interp)
+	}
+	p := interp
+	for range 16 {
+		fi, err := os.Lstat(filepath.Join(r.root, p))
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return filepath.Join(r.root, p), nil
+		}
+		target, err := os.Readlink(filepath.Join(r.root, p))
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return "", fmt.Errorf("%s: too many links", interp)
 }
 
 func (r *libResolver) find(lib string) (libFile, bool) {

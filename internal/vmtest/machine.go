@@ -34,10 +34,12 @@ type Machine struct {
 	Addr  string // its address on the guest wire, e.g. 192.0.2.1
 	Share string // the shared folder on the host (GuestShare in the guest)
 	Accel string // "kvm" or "tcg"
+	Arch  string // ArchAMD64 or ArchARM64
 
 	// SkippedModules are the modules this guest did not load.
 	SkippedModules []string
 
+	image   *Image
 	agent   *agent.Client
 	cmd     *exec.Cmd
 	console string
@@ -82,7 +84,14 @@ func guestCPUs() string {
 func (c *MachineConfig) qemuArgs(img *Image, skip []string) []string {
 	args := []string{"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
 		"-m", fmt.Sprint(c.MemoryMiB), "-smp", guestCPUs()}
-	if c.Accel == "kvm" {
+	console := "ttyS0"
+	if img.ArchName() == ArchARM64 {
+		// No firmware: -kernel boots the Image on the virt board directly.
+		// cortex-a72 rather than max: max's pointer authentication is slow
+		// under TCG.
+		args = append(args, "-M", "virt", "-cpu", "cortex-a72", "-accel", "tcg")
+		console = "ttyAMA0"
+	} else if c.Accel == "kvm" {
 		args = append(args, "-accel", "kvm", "-cpu", "host")
 	} else {
 		args = append(args, "-accel", "tcg")
@@ -92,7 +101,7 @@ func (c *MachineConfig) qemuArgs(img *Image, skip []string) []string {
 	} else {
 		args = append(args, "-serial", "stdio")
 	}
-	cmdline := []string{"console=ttyS0", "panic=-1", "vm.name=" + c.Name, "vm.ip=" + c.Addr}
+	cmdline := []string{"console=" + console, "panic=-1", "vm.name=" + c.Name, "vm.ip=" + c.Addr}
 	if !c.Debug {
 		cmdline = append(cmdline, "quiet")
 	}
@@ -141,11 +150,14 @@ func startMachine(ctx context.Context, img *Image, c MachineConfig) (*Machine, e
 	}
 	skip := img.SkipClosure(c.SkipModules)
 	m := &Machine{
-		Name: c.Name, Addr: c.Addr, Share: c.Share, Accel: c.Accel, SkippedModules: skip,
-		agent:   &agent.Client{Name: c.Name, Dir: stateDir},
+		Name: c.Name, Addr: c.Addr, Share: c.Share, Accel: c.Accel, Arch: img.ArchName(), SkippedModules: skip,
+		image: img, agent: &agent.Client{Name: c.Name, Dir: stateDir},
 		console: c.Console, done: make(chan struct{}),
 	}
-	cmd := exec.Command("qemu-system-x86_64", c.qemuArgs(img, skip)...)
+	if img.ArchName() == ArchARM64 {
+		m.Accel = "tcg"
+	}
+	cmd := exec.Command(img.qemuBinary(), c.qemuArgs(img, skip)...)
 	if c.Interactive {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	} else {
@@ -159,7 +171,7 @@ func startMachine(ctx context.Context, img *Image, c MachineConfig) (*Machine, e
 		// up); killed if we die.
 		cmd.SysProcAttr = qemuProcAttr()
 	}
-	fmt.Fprintf(c.Log, "vmtest: booting guest %s (%s, %s): console %s\n", c.Name, c.Addr, c.Accel, c.Console)
+	fmt.Fprintf(c.Log, "vmtest: booting guest %s (%s, %s, %s): console %s\n", c.Name, c.Addr, m.Arch, m.Accel, c.Console)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("vmtest: start qemu for guest %s: %w", c.Name, err)
 	}

@@ -40,6 +40,60 @@ type PairOptions struct {
 	MemoryMiB                  int
 	Log                        io.Writer // progress; default os.Stderr
 	Debug                      bool      // kernel messages on the consoles
+	// ArchA and ArchB pick each guest's architecture: ArchAMD64 (or empty)
+	// or ArchARM64, e.g. an x86-64 guest a and an arm64 guest b on one
+	// wire. An arm64 guest always runs under TCG.
+	ArchA, ArchB string
+	// Arm64Image is the arm64 guests' image (nil: Prepare with ArchARM64).
+	Arm64Image *Image
+}
+
+// image returns the image for a guest of arch, preparing it if the
+// options carry none.
+func (o *PairOptions) image(ctx context.Context, arch string, log io.Writer) (*Image, error) {
+	switch arch {
+	case "", ArchAMD64:
+		if o.Image == nil {
+			img, err := Prepare(ctx, PrepareOptions{Log: log})
+			if err != nil {
+				return nil, err
+			}
+			o.Image = img
+		}
+		return o.Image, nil
+	case ArchARM64:
+		if o.Arm64Image == nil {
+			img, err := Prepare(ctx, PrepareOptions{Log: log, Arch: ArchARM64})
+			if err != nil {
+				return nil, err
+			}
+			o.Arm64Image = img
+		}
+		return o.Arm64Image, nil
+	}
+	return nil, fmt.Errorf("vmtest: no guest architecture %q (amd64, arm64)", arch)
+}
+
+// agentFor installs the agent built for img's architecture in the share
+// and returns its host path.
+func agentFor(ctx context.Context, share string, img *Image) (string, error) {
+	path := filepath.Join(share, ".vmtest", "vmagent")
+	if img.ArchName() != ArchAMD64 {
+		path += "-" + img.ArchName()
+	}
+	return path, InstallAgentArch(ctx, path, img.ArchName())
+}
+
+// accelFor is the accelerator of the x86-64 guests (an arm64 guest is
+// always TCG): amd64 is their image, nil if there are none.
+func accelFor(ctx context.Context, opts PairOptions, amd64 *Image, log io.Writer) string {
+	if opts.Accel != "" {
+		return opts.Accel
+	}
+	if amd64 == nil {
+		return "tcg"
+	}
+	return DetectAccel(ctx, amd64, log)
 }
 
 // Pair is two running guests joined by a virtual wire.
@@ -60,14 +114,22 @@ func BootPair(ctx context.Context, opts PairOptions) (*Pair, error) {
 	if log == nil {
 		log = os.Stderr
 	}
-	img := opts.Image
-	if img == nil {
-		var err error
-		if img, err = Prepare(ctx, PrepareOptions{Log: log}); err != nil {
-			return nil, err
+	imgA, err := opts.image(ctx, opts.ArchA, log)
+	if err != nil {
+		return nil, err
+	}
+	imgB, err := opts.image(ctx, opts.ArchB, log)
+	if err != nil {
+		return nil, err
+	}
+	imgs := []*Image{imgA, imgB}
+	var amd64 *Image
+	for _, img := range imgs {
+		if img.ArchName() == ArchAMD64 {
+			amd64 = img
 		}
 	}
-	p := &Pair{Image: img, Share: opts.Share, keep: opts.Keep}
+	p := &Pair{Image: imgA, Share: opts.Share, keep: opts.Keep}
 	if p.Share == "" {
 		d, err := os.MkdirTemp("", "vmtest-share-")
 		if err != nil {
@@ -82,19 +144,20 @@ func BootPair(ctx context.Context, opts PairOptions) (*Pair, error) {
 		p.Close()
 		return nil, err
 	}
-	agentPath := filepath.Join(p.Share, ".vmtest", "vmagent")
-	if err := InstallAgent(ctx, agentPath); err != nil {
-		return fail(err)
+	var agents [2]string
+	for i, img := range imgs {
+		if i == 1 && img.ArchName() == imgs[0].ArchName() {
+			agents[1] = agents[0]
+		} else if agents[i], err = agentFor(ctx, p.Share, img); err != nil {
+			return fail(err)
+		}
 	}
-	accel := opts.Accel
-	if accel == "" {
-		accel = DetectAccel(ctx, img, log)
-	}
+	accel := accelFor(ctx, opts, amd64, log)
 	ports, err := freeUDPPorts(2)
 	if err != nil {
 		return fail(err)
 	}
-	cfg := func(name, addr, mac string, local, peer int, skip []string) MachineConfig {
+	cfg := func(name, addr, mac string, local, peer int, skip []string, agentPath string) MachineConfig {
 		return MachineConfig{
 			Name: name, Addr: addr, MAC: mac, SkipModules: skip, Share: p.Share,
 			LocalPort: local, PeerPort: peer, Accel: accel, MemoryMiB: opts.MemoryMiB,
@@ -103,30 +166,31 @@ func BootPair(ctx context.Context, opts PairOptions) (*Pair, error) {
 		}
 	}
 	cfgs := []MachineConfig{
-		cfg("a", AddrA, "52:54:00:00:00:01", ports[0], ports[1], opts.SkipModulesA),
-		cfg("b", AddrB, "52:54:00:00:00:02", ports[1], ports[0], opts.SkipModulesB),
+		cfg("a", AddrA, "52:54:00:00:00:01", ports[0], ports[1], opts.SkipModulesA, agents[0]),
+		cfg("b", AddrB, "52:54:00:00:00:02", ports[1], ports[0], opts.SkipModulesB, agents[1]),
 	}
 	start := time.Now()
-	ms, err := bootAll(ctx, img, cfgs)
+	ms, err := bootAll(ctx, imgs, cfgs)
 	if err != nil && accel == "kvm" && errors.Is(err, ErrBootTimeout) {
 		fmt.Fprintf(log, "vmtest: KVM boot failed; retrying under TCG\n%v\n", err)
-		recordAccel(img, "tcg")
+		recordAccel(amd64, "tcg")
 		for i := range cfgs {
 			cfgs[i].Accel = "tcg"
 		}
 		accel = "tcg"
-		ms, err = bootAll(ctx, img, cfgs)
+		ms, err = bootAll(ctx, imgs, cfgs)
 	}
 	if err != nil {
 		return fail(err)
 	}
 	p.A, p.B, p.Accel = ms[0], ms[1], accel
-	fmt.Fprintf(log, "vmtest: guests a and b up in %v (%s), share %s\n", time.Since(start).Round(time.Millisecond), accel, p.Share)
+	fmt.Fprintf(log, "vmtest: guests a (%s, %s) and b (%s, %s) up in %v, share %s\n", p.A.Arch, p.A.Accel, p.B.Arch, p.B.Accel,
+		time.Since(start).Round(time.Millisecond), p.Share)
 	return p, nil
 }
 
 // bootAll boots the guests in parallel; on any failure it kills them all.
-func bootAll(ctx context.Context, img *Image, cfgs []MachineConfig) ([]*Machine, error) {
+func bootAll(ctx context.Context, imgs []*Image, cfgs []MachineConfig) ([]*Machine, error) {
 	ms := make([]*Machine, len(cfgs))
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
@@ -134,7 +198,7 @@ func bootAll(ctx context.Context, img *Image, cfgs []MachineConfig) ([]*Machine,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ms[i], errs[i] = startMachine(ctx, img, c)
+			ms[i], errs[i] = startMachine(ctx, imgs[i], c)
 		}()
 	}
 	wg.Wait()
@@ -150,18 +214,16 @@ func bootAll(ctx context.Context, img *Image, cfgs []MachineConfig) ([]*Machine,
 }
 
 // Boot boots a single guest (its wire leads nowhere) with the same options
-// as BootPair; it is guest "a" at AddrA. Close the returned pair; B is nil.
+// as BootPair (ArchA its architecture); it is guest "a" at AddrA. Close the
+// returned pair; B is nil.
 func Boot(ctx context.Context, opts PairOptions) (*Pair, error) {
 	log := opts.Log
 	if log == nil {
 		log = os.Stderr
 	}
-	img := opts.Image
-	if img == nil {
-		var err error
-		if img, err = Prepare(ctx, PrepareOptions{Log: log}); err != nil {
-			return nil, err
-		}
+	img, err := opts.image(ctx, opts.ArchA, log)
+	if err != nil {
+		return nil, err
 	}
 	p := &Pair{Image: img, Share: opts.Share, keep: opts.Keep}
 	if p.Share == "" {
@@ -172,15 +234,12 @@ func Boot(ctx context.Context, opts PairOptions) (*Pair, error) {
 		p.Share, p.temp = d, true
 	}
 	p.Share, _ = filepath.Abs(p.Share)
-	agentPath := filepath.Join(p.Share, ".vmtest", "vmagent")
-	if err := InstallAgent(ctx, agentPath); err != nil {
+	agentPath, err := agentFor(ctx, p.Share, img)
+	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	accel := opts.Accel
-	if accel == "" {
-		accel = DetectAccel(ctx, img, log)
-	}
+	accel := accelFor(ctx, opts, archImage(img, ArchAMD64), log)
 	ports, err := freeUDPPorts(2)
 	if err != nil {
 		p.Close()
@@ -234,13 +293,19 @@ func (p *Pair) Close() error {
 	return nil
 }
 
-// InstallAgent puts a static vmagent binary at dst: $VMTEST_AGENT if set,
-// else built with `go build` (CGO_ENABLED=0) from this module.
+// InstallAgent puts a static x86-64 vmagent binary at dst: $VMTEST_AGENT
+// if set, else built with `go build` (CGO_ENABLED=0) from this module.
 func InstallAgent(ctx context.Context, dst string) error {
+	return InstallAgentArch(ctx, dst, ArchAMD64)
+}
+
+// InstallAgentArch is InstallAgent for a guest architecture (GOARCH);
+// $VMTEST_AGENT stands in for the amd64 build only.
+func InstallAgentArch(ctx context.Context, dst, arch string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	if src := os.Getenv("VMTEST_AGENT"); src != "" {
+	if src := os.Getenv("VMTEST_AGENT"); src != "" && arch == ArchAMD64 {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			return fmt.Errorf("vmtest: VMTEST_AGENT: %w", err)
@@ -252,7 +317,7 @@ func InstallAgent(ctx context.Context, dst string) error {
 		return fmt.Errorf("vmtest: no go command to build vmagent (put it on PATH, or set VMTEST_AGENT): %w", err)
 	}
 	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-o", dst, "github.com/go-rdma/rdmacm/internal/vmtest/cmd/vmagent")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("vmtest: build vmagent (run inside the module, or set VMTEST_AGENT): %w\n%s", err, out)
 	}
@@ -325,12 +390,9 @@ func DetectAccel(ctx context.Context, img *Image, log io.Writer) string {
 // Shell boots one guest (a) with its console and a shell on this terminal,
 // and returns when the guest powers off (type `exit` or Ctrl-A X).
 func Shell(ctx context.Context, opts PairOptions) error {
-	img := opts.Image
-	if img == nil {
-		var err error
-		if img, err = Prepare(ctx, PrepareOptions{}); err != nil {
-			return err
-		}
+	img, err := opts.image(ctx, opts.ArchA, os.Stderr)
+	if err != nil {
+		return err
 	}
 	share := opts.Share
 	if share == "" {
@@ -340,14 +402,11 @@ func Shell(ctx context.Context, opts PairOptions) error {
 		}
 	}
 	share, _ = filepath.Abs(share)
-	agentPath := filepath.Join(share, ".vmtest", "vmagent")
-	if err := InstallAgent(ctx, agentPath); err != nil {
+	agentPath, err := agentFor(ctx, share, img)
+	if err != nil {
 		return err
 	}
-	accel := opts.Accel
-	if accel == "" {
-		accel = DetectAccel(ctx, img, os.Stderr)
-	}
+	accel := accelFor(ctx, opts, archImage(img, ArchAMD64), os.Stderr)
 	ports, err := freeUDPPorts(2)
 	if err != nil {
 		return err
@@ -374,4 +433,12 @@ func Attach(share, name string) *Machine {
 	done := make(chan struct{}) // never closed: we do not own qemu
 	return &Machine{Name: name, Share: share, agent: &agent.Client{Name: name, Dir: dir},
 		console: filepath.Join(share, ".vmtest", name+".console"), done: done}
+}
+
+// archImage is img if it is of arch, else nil.
+func archImage(img *Image, arch string) *Image {
+	if img.ArchName() == arch {
+		return img
+	}
+	return nil
 }

@@ -79,8 +79,9 @@ var busyboxApplets = strings.Fields(`sh ash ls cat cp mv rm ln echo printf mount
 type Image struct {
 	Dir           string              `json:"-"`
 	Key           string              `json:"key"`
-	Kernel        string              `json:"-"` // path of vmlinuz
-	Initrd        string              `json:"-"` // path of initrd.gz
+	Arch          string              `json:"arch,omitempty"` // ArchARM64, or empty for amd64
+	Kernel        string              `json:"-"`              // path of vmlinuz
+	Initrd        string              `json:"-"`              // path of initrd.gz
 	KernelRelease string              `json:"kernel_release"`
 	Versions      map[string]string   `json:"versions"` // Debian package -> version
 	Modules       []string            `json:"modules"`  // load order
@@ -94,6 +95,8 @@ type PrepareOptions struct {
 	Log      io.Writer // progress; default os.Stderr
 	// NoInstall leaves host packages alone (fail instead of apt-get install).
 	NoInstall bool
+	// Arch is the guest architecture: ArchAMD64 (the default) or ArchARM64.
+	Arch string
 }
 
 // CacheDir is $VMTEST_CACHE, else os.UserCacheDir()/go-rdma-vmtest.
@@ -241,6 +244,13 @@ func Prepare(ctx context.Context, opts PrepareOptions) (*Image, error) {
 		if cache, err = CacheDir(); err != nil {
 			return nil, err
 		}
+	}
+	switch opts.Arch {
+	case "", ArchAMD64:
+	case ArchARM64:
+		return prepareArm64(ctx, opts, log, cache)
+	default:
+		return nil, fmt.Errorf("vmtest: prepare: no guest architecture %q (amd64, arm64)", opts.Arch)
 	}
 	if !opts.NoInstall {
 		if err := EnsureHostPackages(ctx, log); err != nil {

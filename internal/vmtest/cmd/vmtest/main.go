@@ -1,7 +1,7 @@
 // Command vmtest prepares and boots the soft-RoCE QEMU guests of the
 // real-kernel test bed by hand (see docs/testing.md):
 //
-//	vmtest prepare                      build or find the cached guest image; print its paths
+//	vmtest prepare [-arch A]            build or find the cached guest image; print its paths
 //	vmtest pair [flags] [-a S] [-b S]   boot guests a and b; run script S in each (a after b
 //	                                    has started it), print the output, shut down; with
 //	                                    neither, keep them up until Ctrl-C
@@ -29,9 +29,9 @@ import (
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
-  vmtest prepare
-  vmtest pair [-share DIR] [-nocm-a] [-nocm-b] [-accel kvm|tcg] [-debug] [-boot-timeout D] [-a SCRIPT] [-b SCRIPT] [-timeout D]
-  vmtest shell [-share DIR] [-nocm] [-accel kvm|tcg] [-debug]
+  vmtest prepare [-arch amd64|arm64]
+  vmtest pair [-share DIR] [-nocm-a] [-nocm-b] [-arch-a A] [-arch-b A] [-accel kvm|tcg] [-debug] [-boot-timeout D] [-a SCRIPT] [-b SCRIPT] [-timeout D]
+  vmtest shell [-share DIR] [-nocm] [-arch amd64|arm64] [-accel kvm|tcg] [-debug]
   vmtest run [-timeout D] SHARE GUEST SCRIPT   (default -timeout 2m)
   vmtest start SHARE GUEST SCRIPT
   vmtest stop SHARE GUEST ID`)
@@ -47,7 +47,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "prepare":
-		err = prepare(ctx)
+		err = prepare(ctx, os.Args[2:])
 	case "pair":
 		err = pair(ctx, os.Args[2:])
 	case "shell":
@@ -67,13 +67,16 @@ func main() {
 	}
 }
 
-func prepare(ctx context.Context) error {
+func prepare(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("prepare", flag.ExitOnError)
+	arch := fs.String("arch", vmtest.ArchAMD64, "guest architecture: amd64 or arm64")
+	fs.Parse(args)
 	start := time.Now()
-	img, err := vmtest.Prepare(ctx, vmtest.PrepareOptions{})
+	img, err := vmtest.Prepare(ctx, vmtest.PrepareOptions{Arch: *arch})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("image %s (%v)\nkernel %s (%s)\ninitrd %s\nmodules %s\n", img.Dir,
+	fmt.Printf("image %s (%s, %v)\nkernel %s (%s)\ninitrd %s\nmodules %s\n", img.Dir, img.ArchName(),
 		time.Since(start).Round(time.Millisecond), img.Kernel, img.KernelRelease, img.Initrd, strings.Join(img.Modules, " "))
 	return nil
 }
@@ -83,6 +86,8 @@ func pair(ctx context.Context, args []string) error {
 	share := fs.String("share", "", "host folder shared with the guests (default: a new temporary one, kept)")
 	nocmA := fs.Bool("nocm-a", false, "boot guest a without ib_cm, iw_cm, rdma_cm, rdma_ucm")
 	nocmB := fs.Bool("nocm-b", false, "boot guest b without ib_cm, iw_cm, rdma_cm, rdma_ucm")
+	archA := fs.String("arch-a", vmtest.ArchAMD64, "guest a's architecture: amd64 or arm64")
+	archB := fs.String("arch-b", vmtest.ArchAMD64, "guest b's architecture: amd64 or arm64 (arm64 with amd64 a: a mixed pair)")
 	accel := fs.String("accel", "", "kvm or tcg (default: $VMTEST_ACCEL or probe)")
 	debug := fs.Bool("debug", false, "kernel messages on the consoles")
 	scriptA := fs.String("a", "", "shell script to run in guest a")
@@ -91,7 +96,7 @@ func pair(ctx context.Context, args []string) error {
 	bootTimeout := fs.Duration("boot-timeout", vmtest.DefaultBootTimeout, "timeout for booting each guest")
 	fs.Parse(args)
 	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug, BootTimeout: *bootTimeout,
-		Lifetime: 8 * time.Hour}
+		Lifetime: 8 * time.Hour, ArchA: *archA, ArchB: *archB}
 	if *nocmA {
 		opts.SkipModulesA = vmtest.CMModules()
 	}
@@ -103,7 +108,7 @@ func pair(ctx context.Context, args []string) error {
 		return err
 	}
 	defer p.Close()
-	fmt.Printf("share %s\nconsoles %s %s\n", p.Share, p.A.ConsolePath(), p.B.ConsolePath())
+	fmt.Printf("share %s\nguests a %s, b %s\nconsoles %s %s\n", p.Share, p.A.Arch, p.B.Arch, p.A.ConsolePath(), p.B.ConsolePath())
 	if *scriptA == "" && *scriptB == "" {
 		fmt.Printf("guests up; run commands with: vmtest run %s a|b 'SCRIPT'; Ctrl-C shuts them down\n", p.Share)
 		<-ctx.Done()
@@ -141,14 +146,11 @@ func shell(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("shell", flag.ExitOnError)
 	share := fs.String("share", "", "host folder shared at /host (default: a new temporary one, kept)")
 	nocm := fs.Bool("nocm", false, "boot without ib_cm, iw_cm, rdma_cm, rdma_ucm")
+	arch := fs.String("arch", vmtest.ArchAMD64, "guest architecture: amd64 or arm64")
 	accel := fs.String("accel", "", "kvm or tcg (default: $VMTEST_ACCEL or probe)")
 	debug := fs.Bool("debug", false, "kernel messages on the console")
 	fs.Parse(args)
-	img, err := vmtest.Prepare(ctx, vmtest.PrepareOptions{})
-	if err != nil {
-		return err
-	}
-	opts := vmtest.PairOptions{Image: img, Share: *share, Keep: true, Accel: *accel, Debug: *debug}
+	opts := vmtest.PairOptions{Share: *share, Keep: true, Accel: *accel, Debug: *debug, ArchA: *arch}
 	if *nocm {
 		opts.SkipModulesA = vmtest.CMModules()
 	}
