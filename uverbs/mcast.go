@@ -20,7 +20,7 @@ type mcastGroup struct {
 // AttachMcast attaches the UD QP to the multicast group gid (ATTACH_MCAST,
 // ibv_attach_mcast): datagrams sent to the group then arrive on the QP's
 // receive queue. lid is the group's MLID on InfiniBand; RoCE ignores it
-// (pass 0 or the MLID a join reported). Attaching twice is not an error
+// (give it 0, or the MLID a join reported). Attaching twice is not an error
 // (the kernel keeps one attachment). A GID that IsMulticastGID refuses or
 // a QP that is not UD is refused with ErrInvalidArgument before any
 // syscall.
