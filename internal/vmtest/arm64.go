@@ -1,12 +1,9 @@
 package vmtest
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -256,59 +253,12 @@ func buildArm64Image(ctx context.Context, log io.Writer, cache, dir, key, kpkg s
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cache, "images"), 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(filepath.Join(cache, "images"), key+".tmp-")
+	it, err := unpackImage(ctx, cache, key, kpkg, debs)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	root := filepath.Join(tmp, "root")
-	for _, deb := range debs {
-		if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, root).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("dpkg-deb -x %s: %w\n%s", filepath.Base(deb), err, out)
-		}
-	}
-	kdirs, err := os.ReadDir(filepath.Join(root, "lib/modules"))
-	if err != nil || len(kdirs) != 1 {
-		return nil, fmt.Errorf("%s: want exactly one /lib/modules/<release> (err %v)", kpkg, err)
-	}
-	krel := kdirs[0].Name()
-	modDir := filepath.Join(root, "lib/modules", krel)
-	var idx *moduleIndex
-	if depFile, err := os.Open(filepath.Join(modDir, "modules.dep")); err == nil {
-		idx, err = parseModulesDep(depFile)
-		depFile.Close()
-		if err != nil {
-			return nil, err
-		}
-	} else if idx, err = modinfoIndex(modDir); err != nil {
-		return nil, err
-	}
-	order, err := idx.loadOrder(guestModules)
-	if err != nil {
-		return nil, err
-	}
-
-	t := fsTree{}
-	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "var/run", "root", "host", "etc", "sbin", "usr/bin", "usr/sbin", "mods"} {
-		t.Dir(d)
-	}
-	t.File("init", 0o755, initScript)
-	t.File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\ntcpdump:x:0:0:tcpdump:/:/bin/sh\n"))
-	t.File("etc/group", 0o644, []byte("root:x:0:\ntcpdump:x:0:\n"))
-	t.File("etc/hosts", 0o644, []byte("127.0.0.1 localhost\n192.0.2.1 a\n192.0.2.2 b\n"))
-	var modOrder bytes.Buffer
-	for _, m := range order {
-		p := idx.path[m]
-		if !strings.HasSuffix(p, ".ko") {
-			return nil, fmt.Errorf("module %s is %s: compressed modules are not handled", m, p)
-		}
-		t.Copy("mods/"+m+".ko", 0o644, filepath.Join(modDir, p))
-		fmt.Fprintln(&modOrder, m)
-	}
-	t.File("mods/order", 0o644, modOrder.Bytes())
+	defer os.RemoveAll(it.tmp)
+	tmp, root, t := it.tmp, it.root, it.t
 
 	res := &libResolver{root: root, dirs: []libDir{
 		{filepath.Join(root, "lib", arm64Triple), "/lib/" + arm64Triple},
@@ -411,51 +361,9 @@ func buildArm64Image(ctx context.Context, log io.Writer, cache, dir, key, kpkg s
 		}
 	}
 
-	var initrd bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&initrd, gzip.BestSpeed)
-	if err := t.WriteCPIO(zw, os.ReadFile); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "initrd.gz"), initrd.Bytes(), 0o644); err != nil {
-		return nil, err
-	}
 	// Debian's arm64 "vmlinuz" is an uncompressed Image, which QEMU's
 	// -kernel loads without firmware.
-	kernel, err := os.ReadFile(filepath.Join(root, "boot", "vmlinuz-"+krel))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "vmlinuz"), kernel, 0o644); err != nil {
-		return nil, err
-	}
-	if cfg, err := os.ReadFile(filepath.Join(root, "boot", "config-"+krel)); err == nil {
-		_ = os.WriteFile(filepath.Join(tmp, "config"), cfg, 0o644)
-	}
-	img := &Image{
-		Key: key, Arch: ArchARM64, KernelRelease: krel, Versions: vers, Modules: order,
-		ModuleDeps: map[string][]string{}, Created: time.Now().UTC(),
-	}
-	for _, m := range order {
-		img.ModuleDeps[m] = idx.deps[m]
-	}
-	b, err := json.MarshalIndent(img, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "image.json"), b, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.RemoveAll(root); err != nil {
-		return nil, err
-	}
-	os.RemoveAll(dir) // a broken earlier attempt
-	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
-	}
-	return loadImage(dir)
+	return it.finish(dir, key, ArchARM64, vers)
 }
 
 func copyFile(dst, src string) error {

@@ -402,49 +402,12 @@ func buildImage(ctx context.Context, log io.Writer, cache, dir, key, kpkg string
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cache, "images"), 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(filepath.Join(cache, "images"), key+".tmp-")
+	it, err := unpackImage(ctx, cache, key, kpkg, debs, "lib64")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	root := filepath.Join(tmp, "root")
-	for _, deb := range debs {
-		if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, root).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("dpkg-deb -x %s: %w\n%s", filepath.Base(deb), err, out)
-		}
-	}
-	kdirs, err := os.ReadDir(filepath.Join(root, "lib/modules"))
-	if err != nil || len(kdirs) != 1 {
-		return nil, fmt.Errorf("%s: want exactly one /lib/modules/<release> (err %v)", kpkg, err)
-	}
-	krel := kdirs[0].Name()
-	modDir := filepath.Join(root, "lib/modules", krel)
-	var idx *moduleIndex
-	if depFile, err := os.Open(filepath.Join(modDir, "modules.dep")); err == nil {
-		idx, err = parseModulesDep(depFile)
-		depFile.Close()
-		if err != nil {
-			return nil, err
-		}
-	} else if idx, err = modinfoIndex(modDir); err != nil {
-		return nil, err
-	}
-	order, err := idx.loadOrder(guestModules)
-	if err != nil {
-		return nil, err
-	}
-
-	t := fsTree{}
-	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "var/run", "root", "host", "etc", "sbin", "usr/bin", "usr/sbin", "lib64", "mods"} {
-		t.Dir(d)
-	}
-	t.File("init", 0o755, initScript)
-	t.File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\ntcpdump:x:0:0:tcpdump:/:/bin/sh\n"))
-	t.File("etc/group", 0o644, []byte("root:x:0:\ntcpdump:x:0:\n"))
-	t.File("etc/hosts", 0o644, []byte("127.0.0.1 localhost\n192.0.2.1 a\n192.0.2.2 b\n"))
+	defer os.RemoveAll(it.tmp)
+	root, t := it.root, it.t
 	for _, f := range hostFiles {
 		t.Copy(f.Guest, 0o755, f.Host)
 	}
@@ -453,16 +416,6 @@ func buildImage(ctx context.Context, log io.Writer, cache, dir, key, kpkg string
 			t.Symlink("bin/"+a, "busybox")
 		}
 	}
-	var modOrder bytes.Buffer
-	for _, m := range order {
-		p := idx.path[m]
-		if !strings.HasSuffix(p, ".ko") {
-			return nil, fmt.Errorf("module %s is %s: compressed modules are not handled", m, p)
-		}
-		t.Copy("mods/"+m+".ko", 0o644, filepath.Join(modDir, p))
-		fmt.Fprintln(&modOrder, m)
-	}
-	t.File("mods/order", 0o644, modOrder.Bytes())
 
 	// Everything the rdma-core packages put in the multiarch lib dir
 	// (including the dlopened providers under libibverbs/), as is.
@@ -519,6 +472,105 @@ func buildImage(ctx context.Context, log io.Writer, cache, dir, key, kpkg string
 		}
 	}
 
+	return it.finish(dir, key, "", vers)
+}
+
+// SkipClosure returns skip plus every module of the image that depends on
+// one of them, in load order.
+func (img *Image) SkipClosure(skip []string) []string {
+	idx := &moduleIndex{deps: img.ModuleDeps}
+	return idx.dependents(img.Modules, skip)
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// imageTree is what the image builds of both architectures share: the
+// debs unpacked in a temporary directory beside the cached images, the
+// kernel's modules in load order, and the initramfs tree with its
+// skeleton and those modules. The caller removes tmp.
+type imageTree struct {
+	tmp, root, krel string
+	idx             *moduleIndex
+	order           []string
+	t               fsTree
+}
+
+// unpackImage unpacks debs and starts the tree; extraDirs are made too.
+func unpackImage(ctx context.Context, cache, key, kpkg string, debs []string, extraDirs ...string) (*imageTree, error) {
+	it, err := unpackTree(ctx, cache, key, kpkg, debs, extraDirs)
+	if err != nil && it != nil {
+		os.RemoveAll(it.tmp)
+	}
+	return it, err
+}
+
+func unpackTree(ctx context.Context, cache, key, kpkg string, debs []string, extraDirs []string) (*imageTree, error) {
+	if err := os.MkdirAll(filepath.Join(cache, "images"), 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(cache, "images"), key+".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	it := &imageTree{tmp: tmp, root: filepath.Join(tmp, "root"), t: fsTree{}}
+	root := it.root
+	for _, deb := range debs {
+		if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, root).CombinedOutput(); err != nil {
+			return it, fmt.Errorf("dpkg-deb -x %s: %w\n%s", filepath.Base(deb), err, out)
+		}
+	}
+	kdirs, err := os.ReadDir(filepath.Join(root, "lib/modules"))
+	if err != nil || len(kdirs) != 1 {
+		return it, fmt.Errorf("%s: want exactly one /lib/modules/<release> (err %v)", kpkg, err)
+	}
+	krel := kdirs[0].Name()
+	modDir := filepath.Join(root, "lib/modules", krel)
+	var idx *moduleIndex
+	if depFile, err := os.Open(filepath.Join(modDir, "modules.dep")); err == nil {
+		idx, err = parseModulesDep(depFile)
+		depFile.Close()
+		if err != nil {
+			return it, err
+		}
+	} else if idx, err = modinfoIndex(modDir); err != nil {
+		return it, err
+	}
+	order, err := idx.loadOrder(guestModules)
+	if err != nil {
+		return it, err
+	}
+
+	t := it.t
+	for _, d := range append([]string{"dev", "proc", "sys", "tmp", "run", "var/run", "root", "host", "etc", "sbin", "usr/bin", "usr/sbin", "mods"}, extraDirs...) {
+		t.Dir(d)
+	}
+	t.File("init", 0o755, initScript)
+	t.File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\ntcpdump:x:0:0:tcpdump:/:/bin/sh\n"))
+	t.File("etc/group", 0o644, []byte("root:x:0:\ntcpdump:x:0:\n"))
+	t.File("etc/hosts", 0o644, []byte("127.0.0.1 localhost\n192.0.2.1 a\n192.0.2.2 b\n"))
+	var modOrder bytes.Buffer
+	for _, m := range order {
+		p := idx.path[m]
+		if !strings.HasSuffix(p, ".ko") {
+			return it, fmt.Errorf("module %s is %s: compressed modules are not handled", m, p)
+		}
+		t.Copy("mods/"+m+".ko", 0o644, filepath.Join(modDir, p))
+		fmt.Fprintln(&modOrder, m)
+	}
+	t.File("mods/order", 0o644, modOrder.Bytes())
+	it.krel, it.idx, it.order = krel, idx, order
+	return it, nil
+}
+
+// finish writes the initramfs, the kernel (and its config) and
+// image.json, and moves the image into dir.
+func (it *imageTree) finish(dir, key, arch string, vers map[string]string) (*Image, error) {
+	tmp, root, krel, order, idx, t := it.tmp, it.root, it.krel, it.order, it.idx, it.t
 	var initrd bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&initrd, gzip.BestSpeed)
 	if err := t.WriteCPIO(zw, os.ReadFile); err != nil {
@@ -537,8 +589,11 @@ func buildImage(ctx context.Context, log io.Writer, cache, dir, key, kpkg string
 	if err := os.WriteFile(filepath.Join(tmp, "vmlinuz"), kernel, 0o644); err != nil {
 		return nil, err
 	}
+	if cfg, err := os.ReadFile(filepath.Join(root, "boot", "config-"+krel)); err == nil {
+		_ = os.WriteFile(filepath.Join(tmp, "config"), cfg, 0o644)
+	}
 	img := &Image{
-		Key: key, KernelRelease: krel, Versions: vers, Modules: order,
+		Key: key, Arch: arch, KernelRelease: krel, Versions: vers, Modules: order,
 		ModuleDeps: map[string][]string{}, Created: time.Now().UTC(),
 	}
 	for _, m := range order {
@@ -559,18 +614,4 @@ func buildImage(ctx context.Context, log io.Writer, cache, dir, key, kpkg string
 		return nil, err
 	}
 	return loadImage(dir)
-}
-
-// SkipClosure returns skip plus every module of the image that depends on
-// one of them, in load order.
-func (img *Image) SkipClosure(skip []string) []string {
-	idx := &moduleIndex{deps: img.ModuleDeps}
-	return idx.dependents(img.Modules, skip)
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
