@@ -122,6 +122,21 @@ func (o *DatagramOptions) config() (dgConfig, error) {
 	return c, nil
 }
 
+// openDatagram is a new RDMA_PS_UDP ID on the backend's channel, in a
+// new DatagramEndpoint.
+func openDatagram(cfg dgConfig) (*DatagramEndpoint, *cm.ID, error) {
+	c, err := acquireChannel(cfg.backend)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := c.ch.CreateID(rdma.PortSpaceUDP, nil)
+	if err != nil {
+		c.release()
+		return nil, nil, err
+	}
+	return newDatagram(c, id, cfg), id, nil
+}
+
 func newDatagram(c *channel, id *cm.ID, cfg dgConfig) *DatagramEndpoint {
 	ep := &DatagramEndpoint{c: c, id: id, cfg: cfg, closed: make(chan struct{}), ready: make(chan struct{}),
 		peers: map[peerKey]*Peer{}}
@@ -142,35 +157,14 @@ func DialDatagram(ctx context.Context, address string, opts *DatagramOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := resolve(ctx, address)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, a := range addrs {
-		ep, err := dialDatagram(ctx, a, cfg)
-		if err == nil {
-			return ep, nil
-		}
-		errs = append(errs, wrapErr("dial datagram "+a.String(), err))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, errors.Join(errs...)
+	return dialEach(ctx, address, "dial datagram", func(a netip.AddrPort) (*DatagramEndpoint, error) { return dialDatagram(ctx, a, cfg) })
 }
 
 func dialDatagram(ctx context.Context, dst netip.AddrPort, cfg dgConfig) (_ *DatagramEndpoint, err error) {
-	c, err := acquireChannel(cfg.backend)
+	ep, id, err := openDatagram(cfg)
 	if err != nil {
 		return nil, err
 	}
-	id, err := c.ch.CreateID(rdma.PortSpaceUDP, nil)
-	if err != nil {
-		c.release()
-		return nil, err
-	}
-	ep := newDatagram(c, id, cfg)
 	defer func() {
 		if err != nil {
 			ep.Close()
@@ -226,16 +220,10 @@ func ListenDatagram(address string, opts *DatagramOptions) (*DatagramEndpoint, e
 	if err != nil {
 		return nil, err
 	}
-	c, err := acquireChannel(cfg.backend)
+	ep, id, err := openDatagram(cfg)
 	if err != nil {
 		return nil, err
 	}
-	id, err := c.ch.CreateID(rdma.PortSpaceUDP, nil)
-	if err != nil {
-		c.release()
-		return nil, err
-	}
-	ep := newDatagram(c, id, cfg)
 	if err := id.Bind(addrs[0]); err != nil {
 		ep.Close()
 		return nil, wrapErr("listen datagram "+address, err)

@@ -72,22 +72,30 @@ func dial(ctx context.Context, address string, opts *EndpointOptions) (*Endpoint
 	if err != nil {
 		return nil, err
 	}
+	return dialEach(ctx, address, "dial", func(a netip.AddrPort) (*Endpoint, error) { return dialAddr(ctx, a, cfg) })
+}
+
+// dialEach resolves address and returns what f makes of the first of its
+// addresses that works, or every failure joined, each named with verb
+// and the address.
+func dialEach[T any](ctx context.Context, address, verb string, f func(netip.AddrPort) (T, error)) (T, error) {
+	var zero T
 	addrs, err := resolve(ctx, address)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	var errs []error
 	for _, a := range addrs {
-		ep, err := dialAddr(ctx, a, cfg)
+		v, err := f(a)
 		if err == nil {
-			return ep, nil
+			return v, nil
 		}
-		errs = append(errs, wrapErr("dial "+a.String(), err))
+		errs = append(errs, wrapErr(verb+" "+a.String(), err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, errors.Join(errs...)
+	return zero, errors.Join(errs...)
 }
 
 // resolve maps "host:port" to addresses; an empty host is the zero

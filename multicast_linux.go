@@ -8,7 +8,6 @@ import (
 	"net/netip"
 
 	"github.com/go-rdma/rdmacm/cm"
-	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // JoinMulticast joins the multicast group (an IP address such as
@@ -43,16 +42,10 @@ func JoinMulticast(ctx context.Context, group string, opts *MulticastOptions) (_
 		}
 		src = netip.AddrPortFrom(a.Unmap(), 0)
 	}
-	c, err := acquireChannel(cfg.backend)
+	ep, id, err := openDatagram(cfg)
 	if err != nil {
 		return nil, err
 	}
-	id, err := c.ch.CreateID(rdma.PortSpaceUDP, nil)
-	if err != nil {
-		c.release()
-		return nil, err
-	}
-	ep := newDatagram(c, id, cfg)
 	defer func() {
 		if err != nil {
 			ep.Close()
