@@ -121,36 +121,9 @@ func arm64Versions(ctx context.Context, log io.Writer) (string, map[string]strin
 		if kpkg == "" {
 			return "", nil, fmt.Errorf("apt-cache depends %s:arm64: no linux-image dependency in %q", arm64KernelMeta, out)
 		}
-		pkgs := append(append([]string{kpkg}, DebPackages()...), arm64Packages...)
-		args := []string{"policy"}
-		for _, p := range pkgs {
-			args = append(args, p+":arm64")
-		}
-		out, err = exec.CommandContext(ctx, "apt-cache", args...).Output()
+		vers, err := candidateVersions(ctx, append(append([]string{kpkg}, DebPackages()...), arm64Packages...), "arm64")
 		if err != nil {
-			return "", nil, fmt.Errorf("apt-cache policy (arm64): %w", err)
-		}
-		vers := map[string]string{}
-		cur := ""
-		for _, line := range strings.Split(string(out), "\n") {
-			if !strings.HasPrefix(line, " ") && strings.HasSuffix(line, ":") {
-				cur = strings.TrimSuffix(strings.TrimSuffix(line, ":"), ":arm64")
-				continue
-			}
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate:"); ok && cur != "" {
-				if v = strings.TrimSpace(v); v != "(none)" {
-					vers[cur] = v
-				}
-			}
-		}
-		var missing []string
-		for _, p := range pkgs {
-			if vers[p] == "" {
-				missing = append(missing, p)
-			}
-		}
-		if len(missing) > 0 {
-			return "", nil, fmt.Errorf("apt-cache policy: no arm64 candidate for %v", missing)
+			return "", nil, err
 		}
 		return kpkg, vers, nil
 	}

@@ -2,6 +2,7 @@ package vmtest
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -179,8 +180,15 @@ func kernelPackage(ctx context.Context) (string, error) {
 }
 
 // candidateVersions asks apt-cache policy for each package's candidate.
-func candidateVersions(ctx context.Context, pkgs []string) (map[string]string, error) {
-	out, err := exec.CommandContext(ctx, "apt-cache", append([]string{"policy"}, pkgs...)...).Output()
+func candidateVersions(ctx context.Context, pkgs []string, arch string) (map[string]string, error) {
+	args := []string{"policy"}
+	for _, p := range pkgs {
+		if arch != "" {
+			p += ":" + arch
+		}
+		args = append(args, p)
+	}
+	out, err := exec.CommandContext(ctx, "apt-cache", args...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("apt-cache policy: %w", err)
 	}
@@ -193,7 +201,7 @@ func candidateVersions(ctx context.Context, pkgs []string) (map[string]string, e
 		}
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate:"); ok && cur != "" {
 			if v = strings.TrimSpace(v); v != "(none)" {
-				vers[strings.TrimSuffix(cur, ":amd64")] = v
+				vers[strings.TrimSuffix(strings.TrimSuffix(cur, ":amd64"), ":"+arch)] = v
 			}
 		}
 	}
@@ -204,7 +212,7 @@ func candidateVersions(ctx context.Context, pkgs []string) (map[string]string, e
 		}
 	}
 	if len(missing) > 0 {
-		return vers, fmt.Errorf("apt-cache policy: no candidate for %v", missing)
+		return vers, fmt.Errorf("apt-cache policy: no %s candidate for %v", cmp.Or(arch, "amd64"), missing)
 	}
 	return vers, nil
 }
@@ -217,7 +225,7 @@ func resolveVersions(ctx context.Context, log io.Writer) (string, map[string]str
 		if err != nil {
 			return "", nil, err
 		}
-		vers, err := candidateVersions(ctx, append([]string{kpkg}, DebPackages()...))
+		vers, err := candidateVersions(ctx, append([]string{kpkg}, DebPackages()...), "")
 		return kpkg, vers, err
 	}
 	kpkg, vers, err := try()
