@@ -21,6 +21,10 @@ type channel struct {
 	ch   *cm.Channel
 	refs int // under channelsMu
 	dead chan struct{}
+	// gone is closed once the last release's Close has returned: the
+	// dispatcher sees the channel closed (dead) before the user backend
+	// has given its CM agents back.
+	gone chan struct{}
 
 	mu    sync.Mutex
 	boxes map[*cm.ID]*mailbox
@@ -48,20 +52,20 @@ func acquireChannel(b rdma.Backend) (*channel, error) {
 			break
 		}
 		select {
-		case <-old.dead: // closed; its release has yet to forget it
+		case <-old.gone: // closed; its release has yet to forget it
 			delete(closing, b)
 			continue
 		default:
 		}
 		channelsMu.Unlock()
-		<-old.dead
+		<-old.gone
 		channelsMu.Lock()
 	}
 	ch, err := cm.Open(&cm.Options{Backend: b})
 	if err != nil {
 		return nil, err
 	}
-	c := &channel{key: b, ch: ch, refs: 1, dead: make(chan struct{}), boxes: map[*cm.ID]*mailbox{}}
+	c := &channel{key: b, ch: ch, refs: 1, dead: make(chan struct{}), gone: make(chan struct{}), boxes: map[*cm.ID]*mailbox{}}
 	channels[b] = c
 	go c.loop()
 	return c, nil
@@ -86,6 +90,7 @@ func (c *channel) release() {
 	if last {
 		c.ch.Close()
 		<-c.dead
+		close(c.gone)
 		channelsMu.Lock()
 		if closing[c.key] == c {
 			delete(closing, c.key)

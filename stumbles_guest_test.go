@@ -274,3 +274,51 @@ func TestEndOfConnectionInGuest(t *testing.T) {
 		t.Fatalf("Err %v, want io.EOF", sep.Err())
 	}
 }
+
+// TestListenAgainAtOnceInGuest: the last endpoint of a channel closes in
+// another goroutine while a new listener opens. On our engine the closing
+// channel gives the port's CM agent back and the new one registers its
+// own, so the Listen must wait for the Close to finish, not only for the
+// old channel's events to stop.
+func TestListenAgainAtOnceInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := &rdmacm.EndpointOptions{Backend: guestBackend()}
+	addr := exampleHost + ":7407"
+	for i := range 20 {
+		l, err := rdmacm.Listen(addr, opts)
+		if err != nil {
+			t.Fatalf("listen %d: %v", i, err)
+		}
+		accepted := make(chan *rdmacm.Endpoint, 1)
+		go func() {
+			sep, err := l.Accept(ctx)
+			if err != nil {
+				t.Errorf("accept %d: %v", i, err)
+			}
+			accepted <- sep
+		}()
+		ep, err := rdmacm.Dial(ctx, addr, opts)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		sep := <-accepted
+		l.Close()
+		ep.Close()
+		closed := make(chan struct{})
+		go func() {
+			if sep != nil {
+				sep.Close() // the channel's last reference
+			}
+			close(closed)
+		}()
+		time.Sleep(time.Duration(i) * 250 * time.Microsecond)
+		l2, err := rdmacm.Listen(addr, opts)
+		<-closed
+		if err != nil {
+			t.Fatalf("listen while the last endpoint closes (%d): %v", i, err)
+		}
+		l2.Close()
+	}
+}
