@@ -127,15 +127,7 @@ func arm64Versions(ctx context.Context, log io.Writer) (string, map[string]strin
 		}
 		return kpkg, vers, nil
 	}
-	kpkg, vers, err := try()
-	if err == nil {
-		return kpkg, vers, nil
-	}
-	fmt.Fprintf(log, "vmtest: %v; refreshing package lists\n", err)
-	if err := aptUpdate(ctx, log); err != nil {
-		return "", nil, err
-	}
-	return try()
+	return retryAfterUpdate(ctx, log, try)
 }
 
 // downloadArm64Debs fetches pkg:arm64=version into debDir, once.

@@ -228,6 +228,12 @@ func resolveVersions(ctx context.Context, log io.Writer) (string, map[string]str
 		vers, err := candidateVersions(ctx, append([]string{kpkg}, DebPackages()...), "")
 		return kpkg, vers, err
 	}
+	return retryAfterUpdate(ctx, log, try)
+}
+
+// retryAfterUpdate runs try, and once more after apt-get update if the
+// package lists did not know what it asked for.
+func retryAfterUpdate(ctx context.Context, log io.Writer, try func() (string, map[string]string, error)) (string, map[string]string, error) {
 	kpkg, vers, err := try()
 	if err == nil {
 		return kpkg, vers, nil
