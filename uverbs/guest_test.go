@@ -169,6 +169,28 @@ type rig struct {
 	mtu rdma.MTU
 }
 
+// udQP is a UD QP on the rig's CQ, in RTS with qkey.
+func (r *rig) udQP(t *testing.T, qkey uint32) *QP {
+	t.Helper()
+	u, err := r.pd.CreateQP(QPInit{Type: qp.UD, SendCQ: r.cq, RecvCQ: r.cq, Cap: qp.Cap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		a qp.Attr
+		m qp.Mask
+	}{
+		{qp.Attr{State: qp.Init, Port: 1, QKey: qkey}, qp.MaskState | qp.MaskPKeyIndex | qp.MaskPort | qp.MaskQKey},
+		{qp.Attr{State: qp.RTR}, qp.MaskState},
+		{qp.Attr{State: qp.RTS}, qp.MaskState | qp.MaskSQPSN},
+	} {
+		if err := u.Modify(&s.a, s.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return u
+}
+
 func newRig(t *testing.T, x *Context, size int) *rig {
 	t.Helper()
 	r := &rig{x: x}
@@ -510,26 +532,7 @@ func TestGuestLoopbackRC(t *testing.T) {
 func TestGuestLoopbackUD(t *testing.T) {
 	x := openGuest(t, InterfaceAuto)
 	r := newRig(t, x, 8192)
-	mk := func() *QP {
-		u, err := r.pd.CreateQP(QPInit{Type: qp.UD, SendCQ: r.cq, RecvCQ: r.cq, Cap: qp.Cap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range []struct {
-			a qp.Attr
-			m qp.Mask
-		}{
-			{qp.Attr{State: qp.Init, Port: 1, QKey: 0x1234}, qp.MaskState | qp.MaskPKeyIndex | qp.MaskPort | qp.MaskQKey},
-			{qp.Attr{State: qp.RTR}, qp.MaskState},
-			{qp.Attr{State: qp.RTS}, qp.MaskState | qp.MaskSQPSN},
-		} {
-			if err := u.Modify(&s.a, s.m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return u
-	}
-	a, b := mk(), mk()
+	a, b := r.udQP(t, 0x1234), r.udQP(t, 0x1234)
 	ah, err := r.pd.CreateAH(qp.AH{IsGlobal: true, PortNum: 1, GRH: qp.GRH{DGID: r.gid.GID, SGIDIndex: uint8(r.gid.Index), HopLimit: 64}})
 	if err != nil {
 		t.Fatal(err)

@@ -31,26 +31,7 @@ func TestGuestMulticastLoopback(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sock.Close()
-			mk := func() *QP {
-				u, err := r.pd.CreateQP(QPInit{Type: qp.UD, SendCQ: r.cq, RecvCQ: r.cq, Cap: qp.Cap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, s := range []struct {
-					a qp.Attr
-					m qp.Mask
-				}{
-					{qp.Attr{State: qp.Init, Port: 1, QKey: 0x01234567}, qp.MaskState | qp.MaskPKeyIndex | qp.MaskPort | qp.MaskQKey},
-					{qp.Attr{State: qp.RTR}, qp.MaskState},
-					{qp.Attr{State: qp.RTS}, qp.MaskState | qp.MaskSQPSN},
-				} {
-					if err := u.Modify(&s.a, s.m); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return u
-			}
-			snd, rcv := mk(), mk()
+			snd, rcv := r.udQP(t, 0x01234567), r.udQP(t, 0x01234567)
 			if err := rcv.AttachMcast(mgid, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +87,7 @@ func TestGuestMulticastLoopback(t *testing.T) {
 				t.Errorf("detach after Close: %v, want ErrInvalidArgument", err)
 			}
 			// So does Context.Close (the cleanup checks its error).
-			if err := mk().AttachMcast(mgid, 0); err != nil {
+			if err := r.udQP(t, 0x01234567).AttachMcast(mgid, 0); err != nil {
 				t.Fatal(err)
 			}
 		})
