@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-rdma/rdmacm/internal/benchstat"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
 )
@@ -175,8 +174,8 @@ func (s *stepRecorder) report(b *testing.B, conns int, ratios ...string) {
 		line := fmt.Sprintf("bench-vm: %s, %d connections, medians:", st, conns)
 		for _, w := range []string{"c", "k", "e", "u"} {
 			if v := s.ms[w][st]; len(v) > 0 {
-				line += fmt.Sprintf(" %s %.2f ms,", clientNames[w], median(v))
-				b.ReportMetric(median(v), clientNames[w]+"-"+metricName(st)+"-ms")
+				line += fmt.Sprintf(" %s %.2f ms,", clientNames[w], benchstat.Median(v))
+				b.ReportMetric(benchstat.Median(v), clientNames[w]+"-"+metricName(st)+"-ms")
 			}
 		}
 		fmt.Fprintln(os.Stderr, line[:len(line)-1])
@@ -193,11 +192,11 @@ func (s *stepRecorder) report(b *testing.B, conns int, ratios ...string) {
 					faster++
 				}
 			}
-			lo, hi := medianCI(per)
+			lo, hi := benchstat.MedianCI(per)
 			name := clientNames[q[:1]] + "/" + clientNames[q[2:]]
-			b.ReportMetric(median(per), metricName(st)+"-"+name)
+			b.ReportMetric(benchstat.Median(per), metricName(st)+"-"+name)
 			fmt.Fprintf(os.Stderr, "bench-vm: %s: %s per round: median %.3f, 95%% interval %.3f-%.3f, below 1 in %d of %d rounds\n",
-				st, name, median(per), lo, hi, faster, len(per))
+				st, name, benchstat.Median(per), lo, hi, faster, len(per))
 		}
 	}
 }
@@ -249,15 +248,6 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }
 
 // BenchmarkCmtimeUserVM compares the user-space CM (-backend user: our
@@ -353,20 +343,4 @@ func BenchmarkCmtimeUserVM(b *testing.B) {
 		run(unload)
 	}
 	rec.report(b, conns, "e/c", "k/c", "e/k", "e/u")
-}
-
-// medianCI is a 95% percentile-bootstrap interval for the median of v
-// (2,000 resamples, fixed seed).
-func medianCI(v []float64) (lo, hi float64) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	meds := make([]float64, 2000)
-	s := make([]float64, len(v))
-	for i := range meds {
-		for j := range s {
-			s[j] = v[rng.IntN(len(v))]
-		}
-		meds[i] = median(s)
-	}
-	sort.Float64s(meds)
-	return meds[len(meds)*25/1000], meds[len(meds)*975/1000]
 }

@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-rdma/rdmacm/cmd/internal/twintest"
+	"github.com/go-rdma/rdmacm/internal/benchstat"
 	"github.com/go-rdma/rdmacm/internal/vmtest"
 	"github.com/go-rdma/rdmacm/internal/vmtest/agent"
 )
@@ -126,30 +125,6 @@ func parseRow(b *testing.B, out string) [2]float64 {
 	return [2]float64{usec, gbps}
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// bootstrap is the 95% percentile interval of the median of v.
-func bootstrap(v []float64) (lo, hi float64) {
-	r := rand.New(rand.NewPCG(1, 2))
-	meds := make([]float64, 2000)
-	x := make([]float64, len(v))
-	for i := range meds {
-		for j := range x {
-			x[j] = v[r.IntN(len(v))]
-		}
-		meds[i] = median(x)
-	}
-	slices.Sort(meds)
-	return meds[len(meds)*25/1000], meds[len(meds)*975/1000]
-}
-
 // report prints one line per case: medians and the Go/C ratio of
 // usec/xfer (latency: below 1 is better for Go) with its interval.
 func report(b *testing.B, name string, res map[string][][2]float64) {
@@ -159,9 +134,9 @@ func report(b *testing.B, name string, res map[string][][2]float64) {
 		cg, gg = append(cg, res["c"][i][1]), append(gg, res["go"][i][1])
 		ratio = append(ratio, res["go"][i][0]/res["c"][i][0])
 	}
-	lo, hi := bootstrap(ratio)
+	lo, hi := benchstat.MedianCI(ratio)
 	line := fmt.Sprintf("%-12s C %9.2f usec/xfer %6.3f Gb/s | Go %9.2f usec/xfer %6.3f Gb/s | Go/C usec/xfer %.2f [%.2f, %.2f] (%d rounds)",
-		name, median(cu), median(cg), median(gu), median(gg), median(ratio), lo, hi, len(ratio))
+		name, benchstat.Median(cu), benchstat.Median(cg), benchstat.Median(gu), benchstat.Median(gg), benchstat.Median(ratio), lo, hi, len(ratio))
 	fmt.Println(line)
-	b.ReportMetric(median(ratio), name+"-go/c")
+	b.ReportMetric(benchstat.Median(ratio), name+"-go/c")
 }
