@@ -51,24 +51,36 @@ type Port struct {
 // CM agent: class 0x07, version 2, method Send, QP 1. The device's port
 // number (sysfs) goes into every received address.
 func Open(dev string) (*Port, error) {
-	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("umad: open %s: %w", dev, err)
-	}
 	req := abi.UmadRegReq2{QPN: 1, MgmtClass: mad.ClassCM, MgmtClassVersion: mad.CMClassVersion}
 	req.MethodMask[0] = 1 << uint(mad.MethodSend)
-	if err := kcall.UmadRegisterAgent2Call(fd, &req); err != nil {
-		unix.Close(fd)
-		if errors.Is(err, unix.EINVAL) {
-			return nil, fmt.Errorf("umad: register CM agent on %s: %w", dev, ErrKernelCM)
-		}
+	p, err := openAgent(dev, &req)
+	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+		return nil, fmt.Errorf("umad: %w", err)
+	}
+	if errors.Is(err, unix.EINVAL) {
+		return nil, fmt.Errorf("umad: register CM agent on %s: %w", dev, ErrKernelCM)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("umad: register CM agent on %s: %w", dev, err)
+	}
+	return p, nil
+}
+
+// openAgent opens dev and registers the agent req describes.
+func openAgent(dev string, req *abi.UmadRegReq2) (*Port, error) {
+	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dev, Err: err}
+	}
+	if err := kcall.UmadRegisterAgent2Call(fd, req); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
 	p := &Port{f: os.NewFile(uintptr(fd), dev), agent: req.ID, port: 1}
 	rc, err := p.f.SyscallConn()
 	if err != nil {
 		p.f.Close()
-		return nil, fmt.Errorf("umad: %s: %w", dev, err)
+		return nil, err
 	}
 	p.rc = rc
 	if n, err := readSysInt(filepath.Join("/sys/class/infiniband_mad", filepath.Base(dev), "port")); err == nil {

@@ -269,11 +269,17 @@ func ParseResponse(b []byte) (ResponseView, error) {
 				b[offRMPPVersion], b[offRMPPType], flags, b[offRMPPStatus], be32(b, offRMPPSegment))
 		}
 		off := int(be16(b, offAttrOffset)) * 8
+		// The first segment's PayloadLength counts every segment's SA
+		// header: a transfer of n segments carries 20·n header bytes
+		// and the records (mad_rmpp.c sends it so, from seg_count ×
+		// 220 less the pad).
 		pay := int(be32(b, offRMPPPayload))
-		if off < PathRecordSize || pay < saHeaderSize || (pay-saHeaderSize)%off != 0 {
+		segs := (pay + rmppSegPayload - 1) / rmppSegPayload
+		data := pay - segs*saHeaderSize
+		if off < PathRecordSize || pay < saHeaderSize || data%off != 0 {
 			return ResponseView{}, fmt.Errorf("%w: attribute offset %d bytes, payload %d bytes", ErrBadRMPP, off, pay)
 		}
-		v.stride, v.n = off, (pay-saHeaderSize)/off
+		v.stride, v.n = off, data/off
 		if need := HeaderSize + v.n*off; need > len(b) {
 			return ResponseView{}, fmt.Errorf("%w: %d records need %d bytes, have %d", ErrShortBuffer, v.n, need, len(b))
 		}

@@ -219,9 +219,12 @@ const (
 	offRMPPStatus   = 27
 	offRMPPSegment  = 28
 	offRMPPPayload  = 32
-	offSMKey        = 36
-	offAttrOffset   = 44
-	offCompMask     = 48
+	// rmppSegPayload is one RMPP segment's payload: the MAD after the
+	// RMPP header (SA header and data).
+	rmppSegPayload = MADSize - 36
+	offSMKey       = 36
+	offAttrOffset  = 44
+	offCompMask    = 48
 )
 
 // RMPP values of a one-segment table response.

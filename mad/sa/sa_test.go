@@ -131,7 +131,7 @@ func TestBadInput(t *testing.T) {
 		{"second segment", mod(func(b []byte) { b[31] = 2 }), ErrBadRMPP},
 		{"offset too small", mod(func(b []byte) { b[45] = 4 }), ErrBadRMPP},
 		{"payload not whole records", mod(func(b []byte) { b[35]++ }), ErrBadRMPP},
-		{"payload past the buffer", mod(func(b []byte) { binary.BigEndian.PutUint32(b[32:], 20+4*64) }), ErrShortBuffer},
+		{"payload past the buffer", mod(func(b []byte) { binary.BigEndian.PutUint32(b[32:], 2*20+4*64) }), ErrShortBuffer},
 		{"no records", mod(func(b []byte) { b[4], b[5] = 0x03, 0x00 }), rdma.ErrNoRoute},
 		{"busy", mod(func(b []byte) { b[5] = 1 }), rdma.ErrBusy},
 		{"invalid GID", mod(func(b []byte) { b[4] = 0x05 }), rdma.ErrInvalidArgument},
@@ -328,5 +328,45 @@ func TestResolver(t *testing.T) {
 	}
 	if _, ok := r.Receive(answer(binary.BigEndian.Uint64(o.MAD[8:]), 0, sample())); ok {
 		t.Error("an answer to a cancelled query was taken")
+	}
+}
+
+// TestReassembledTable: a table answer of three RMPP segments, as the
+// kernel hands it to an agent registered with RMPP: the first segment's
+// headers, whose PayloadLength counts the SA header of each of the three
+// segments, then the seven records back to back.
+func TestReassembledTable(t *testing.T) {
+	const n = 7
+	var recs []PathRecord
+	for i := range n {
+		recs = append(recs, PathRecord{PathRecord: rdma.PathRecord{DLID: uint16(0x100 + i), SLID: 1, MTU: rdma.MTU2048}})
+	}
+	b := make([]byte, HeaderSize+n*PathRecordSize)
+	for i := 0; i < n; i += MaxRecords {
+		r := Response{TransactionID: 9, Method: MethodGetTableResp, Records: recs[i:min(n, i+MaxRecords)]}
+		var m [MADSize]byte
+		if _, err := r.MarshalTo(m[:]); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			copy(b, m[:HeaderSize])
+		}
+		copy(b[HeaderSize+i*PathRecordSize:], m[HeaderSize:HeaderSize+len(r.Records)*PathRecordSize])
+	}
+	b[26] = 0x3 // active, first: the last flag is the last segment's
+	binary.BigEndian.PutUint32(b[32:], 3*220-(3*200-n*PathRecordSize))
+	v, err := ParseResponse(b)
+	if err != nil || v.Len() != n {
+		t.Fatalf("ParseResponse: %v, %d records", err, v.Len())
+	}
+	for i := range n {
+		var p PathRecord
+		v.Record(i).Decode(&p)
+		if p.DLID != uint16(0x100+i) {
+			t.Errorf("record %d: DLID %#x", i, p.DLID)
+		}
+	}
+	if _, err := ParseResponse(b[:len(b)-1]); !errors.Is(err, ErrShortBuffer) {
+		t.Errorf("a byte short: %v", err)
 	}
 }
