@@ -268,4 +268,3 @@ func writeMAD(p *Port, to engine.Addr, m []byte) error {
 	}
 	return nil
 }
-
