@@ -46,6 +46,8 @@ const tableRecords = 7
 // table answer of three segments. The GIDs are IPv6 ones: ib_mad matches
 // an answer to its query by the GRH's destination GID, and over RoCE v2
 // on IPv4 that place holds the IPv4 header, so no answer would match.
+// It must run before TestGuestOversizedMAD (the files' order), which can
+// leave guest a's GSI QP without receives.
 func TestGuestSAQuery(t *testing.T) {
 	guest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
