@@ -188,6 +188,7 @@ hwtest:
 bench-vm: deps
 	VMTEST=1 $(GO) test -run '^$$' -bench 'CmtimeVM|CmtimeUserVM' -benchtime 1x -timeout 60m ./cmd/rdmacm-ping/
 	VMTEST=1 $(GO) test -run '^$$' -bench 'RsocketStreamVM' -benchtime 1x -timeout 60m ./cmd/rsocket-stream/
+	VMTEST=1 $(GO) test -run '^$$' -bench 'ExamplesVM' -benchtime 1x -timeout 60m ./examples/echo/
 
 # The main demo: rdmacm-ping against rping both ways, then ECE against a C
 # librdmacm peer, across two soft-RoCE guests.

@@ -1,15 +1,14 @@
 /* RC echo of 1,000 x 4 KiB messages with latency percentiles, with
- * librdmacm's rdma_verbs.h (the Go twin is examples/echo).
- * cc -o echo echo.c -lrdmacm -libverbs; echo -s 192.0.2.1 / echo 192.0.2.1 */
+ * librdmacm's rdma_verbs.h (the Go twin is examples/echo). The server
+ * echoes -n messages, then disconnects; -t prints the mean round trip.
+ * cc -o echo echo.c -lrdmacm -libverbs; echo -s 192.0.2.1 / echo 192.0.2.1
+ * [-n COUNT] [-size BYTES] [-t] [-a ADDR] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
-
-#define COUNT 1000
-#define SIZE 4096
 
 static int cmp(const void *a, const void *b)
 {
@@ -31,15 +30,36 @@ int main(int argc, char **argv)
 	struct rdma_cm_id *listen_id, *id;
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
-	static double lat[COUNT];
-	int server = argc > 2 && !strcmp(argv[1], "-s"), i, ret;
-	char *buf = malloc(SIZE);
+	int server = 0, timed = 0, count = 1000, size = 4096, i;
+	char *addr = NULL, *buf;
+	double *lat, begin, total;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-s"))
+			server = 1;
+		else if (!strcmp(argv[i], "-t"))
+			timed = 1;
+		else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+			count = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-size") && i + 1 < argc)
+			size = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-a") && i + 1 < argc)
+			addr = argv[++i];
+		else
+			addr = argv[i];
+	}
+	if (!addr || count < 1 || size < 1) {
+		fprintf(stderr, "usage: echo [-s] [-n COUNT] [-size BYTES] [-t] ADDR\n");
+		return 2;
+	}
+	buf = malloc(size);
+	lat = malloc(count * sizeof *lat);
 
 	memset(&hints, 0, sizeof hints);
 	hints.ai_port_space = RDMA_PS_TCP;
 	if (server)
 		hints.ai_flags = RAI_PASSIVE;
-	if (rdma_getaddrinfo(argv[argc - 1], "7471", &hints, &res)) {
+	if (rdma_getaddrinfo(addr, "7471", &hints, &res)) {
 		perror("rdma_getaddrinfo");
 		return 1;
 	}
@@ -58,7 +78,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	mr = rdma_reg_msgs(id, buf, SIZE);
+	mr = rdma_reg_msgs(id, buf, size);
 	if (!mr) {
 		perror("rdma_reg_msgs");
 		return 1;
@@ -66,15 +86,14 @@ int main(int argc, char **argv)
 	if (server) {
 		printf("listening\n");
 		fflush(stdout);
-		if (rdma_post_recv(id, NULL, buf, SIZE, mr) || rdma_accept(id, NULL)) {
+		if (rdma_post_recv(id, NULL, buf, size, mr) || rdma_accept(id, NULL)) {
 			perror("rdma_accept");
 			return 1;
 		}
-		for (i = 0;; i++) {
-			ret = rdma_get_recv_comp(id, &wc);
-			if (ret <= 0 || wc.status != IBV_WC_SUCCESS)
-				break;
-			if (rdma_post_recv(id, NULL, buf, SIZE, mr) ||
+		/* A peer's disconnect does not flush the QP: count, not wait. */
+		for (i = 0; i < count; i++) {
+			if (rdma_get_recv_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS ||
+			    rdma_post_recv(id, NULL, buf, size, mr) ||
 			    rdma_post_send(id, NULL, buf, wc.byte_len, mr, 0) ||
 			    rdma_get_send_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS) {
 				perror("echo");
@@ -82,15 +101,17 @@ int main(int argc, char **argv)
 			}
 		}
 		printf("server: echoed %d messages\n", i);
+		rdma_disconnect(id);
 	} else {
 		if (rdma_connect(id, NULL)) {
 			perror("rdma_connect");
 			return 1;
 		}
-		for (i = 0; i < COUNT; i++) {
+		begin = now();
+		for (i = 0; i < count; i++) {
 			double start = now();
-			if (rdma_post_recv(id, NULL, buf, SIZE, mr) ||
-			    rdma_post_send(id, NULL, buf, SIZE, mr, 0) ||
+			if (rdma_post_recv(id, NULL, buf, size, mr) ||
+			    rdma_post_send(id, NULL, buf, size, mr, 0) ||
 			    rdma_get_send_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS ||
 			    rdma_get_recv_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS) {
 				perror("echo");
@@ -98,15 +119,19 @@ int main(int argc, char **argv)
 			}
 			lat[i] = now() - start;
 		}
+		total = now() - begin;
 		rdma_disconnect(id);
-		qsort(lat, COUNT, sizeof lat[0], cmp);
-		printf("client: %d x %d B, p50 %.1fus p99 %.1fus max %.1fus\n", COUNT, SIZE,
-		       lat[COUNT / 2], lat[COUNT * 99 / 100], lat[COUNT - 1]);
+		qsort(lat, count, sizeof lat[0], cmp);
+		printf("client: %d x %d B, p50 %.1fus p99 %.1fus max %.1fus\n", count, size,
+		       lat[count / 2], lat[count * 99 / 100], lat[count - 1]);
+		if (timed)
+			printf("time: %d ops, %.3f us/op\n", count, total / count);
 	}
 	rdma_dereg_mr(mr);
 	rdma_destroy_ep(id);
 	if (server)
 		rdma_destroy_ep(listen_id);
 	free(buf);
+	free(lat);
 	return 0;
 }

@@ -1,6 +1,6 @@
 // Command echo is an RC echo over rdmacm: the client sends -n messages of
 // -size bytes, the server sends each back, and the client prints the
-// round-trip latency percentiles.
+// round-trip latency percentiles (-t: and the mean time per round trip).
 //
 //	echo -s -a 192.0.2.1     # server
 //	echo -a 192.0.2.1        # client
@@ -25,6 +25,7 @@ var (
 	port    = flag.String("p", "7471", "port")
 	count   = flag.Int("n", 1000, "messages")
 	size    = flag.Int("size", 4096, "message size")
+	timed   = flag.Bool("t", false, "print the mean time per round trip")
 	backend = flag.String("backend", "", "CM backend: auto, kernel, user")
 )
 
@@ -58,6 +59,7 @@ func main() {
 		log.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, *count)
+	begin := time.Now()
 	for i := 0; *server || i < *count; i++ {
 		start := time.Now()
 		if !*server {
@@ -88,8 +90,12 @@ func main() {
 		}
 		lat = append(lat, time.Since(start))
 	}
+	total := time.Since(begin)
 	ep.Disconnect(ctx)
 	slices.Sort(lat)
 	fmt.Printf("client: %d x %d B, p50 %v p99 %v max %v\n", *count, *size,
 		lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+	if *timed {
+		fmt.Printf("time: %d ops, %.3f us/op\n", *count, float64(total.Nanoseconds())/1e3/float64(*count))
+	}
 }

@@ -1,7 +1,8 @@
 // Command write moves 1 MiB with one RDMA WRITE: the server registers
 // memory for remote writes and sends its address and rkey in the REP's
 // private data; the client writes into it, with immediate data to tell the
-// server it is done.
+// server it is done. -n repeats the write (the server posts a receive for
+// each before it accepts); -t prints the mean time per write.
 //
 //	write -s -a 192.0.2.1    # server
 //	write -a 192.0.2.1       # client
@@ -13,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/go-rdma/rdmacm"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -22,6 +24,8 @@ var (
 	server  = flag.Bool("s", false, "server")
 	addr    = flag.String("a", "192.0.2.1", "server address")
 	port    = flag.String("p", "7472", "port")
+	count   = flag.Int("n", 1, "writes")
+	timed   = flag.Bool("t", false, "print the mean time per write")
 	backend = flag.String("backend", "", "CM backend: auto, kernel, user")
 )
 
@@ -34,7 +38,7 @@ func main() {
 	if *server {
 		var rb []byte // the REP's private data: mem's RemoteBuf
 		opts.Setup = func(*rdmacm.Endpoint) (rdmacm.ConnSetup, error) { return rdmacm.ConnSetup{PrivateData: rb}, nil }
-		opts.RecvSlots = 1 // a zero-length receive for the immediate data, posted before the REP
+		opts.RecvSlots = *count // zero-length receives for the immediate data, posted before the REP
 		l, err := rdmacm.Listen(*addr+":"+*port, opts)
 		if err != nil {
 			log.Fatal(err)
@@ -52,9 +56,11 @@ func main() {
 			log.Fatal(err)
 		}
 		defer ep.Close()
-		wc, err := ep.WaitRecv(ctx)
-		if err != nil {
-			log.Fatal(err)
+		var wc rdmacm.WC
+		for range *count {
+			if wc, err = ep.WaitRecv(ctx); err != nil {
+				log.Fatal(err)
+			}
 		}
 		fmt.Printf("server: %d bytes written, sha256 %x\n", wc.Imm, sha256.Sum256(mem.Bytes()[:wc.Imm]))
 		return
@@ -76,12 +82,19 @@ func main() {
 	for i := range src.Bytes() {
 		src.Bytes()[i] = byte(i * 7)
 	}
-	if err := ep.PostWriteImm(src, 0, size, dst, size); err != nil {
-		log.Fatal(err)
+	begin := time.Now()
+	for range *count {
+		if err := ep.PostWriteImm(src, 0, size, dst, size); err != nil {
+			log.Fatal(err)
+		}
+		if _, err := ep.WaitSend(ctx); err != nil {
+			log.Fatal(err)
+		}
 	}
-	if _, err := ep.WaitSend(ctx); err != nil {
-		log.Fatal(err)
-	}
+	total := time.Since(begin)
 	fmt.Printf("client: %d bytes written, sha256 %x\n", size, sha256.Sum256(src.Bytes()))
+	if *timed {
+		fmt.Printf("time: %d ops, %.3f us/op\n", *count, float64(total.Nanoseconds())/1e3/float64(*count))
+	}
 	ep.Disconnect(ctx)
 }
