@@ -1,0 +1,51 @@
+// Command waitcost reads COUNT bytes from stdin, one wait each, the way
+// the library waits for a completion event: "blocking" is one read(2) on
+// the runtime's syscall path (uverbs' WaitBlocking, rsocket's
+// ThreadWait), "netpoll" a read that parks in the netpoller on EAGAIN
+// (uverbs' Wait, the default). run.sh counts the syscalls each makes
+// against C's one read per wait, by how long each wait lasts.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|netpoll COUNT")
+		os.Exit(2)
+	}
+	n, err := strconv.Atoi(os.Args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var b [1]byte
+	switch os.Args[1] {
+	case "blocking":
+		for range n {
+			if _, err := syscall.Read(0, b[:]); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+	case "netpoll":
+		if err := syscall.SetNonblock(0, true); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		f := os.NewFile(0, "stdin")
+		for range n {
+			if _, err := f.Read(b[:]); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|netpoll COUNT")
+		os.Exit(2)
+	}
+}
