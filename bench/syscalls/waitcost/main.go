@@ -9,13 +9,15 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|netpoll COUNT")
+		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|blocking-yield|netpoll COUNT")
 		os.Exit(2)
 	}
 	n, err := strconv.Atoi(os.Args[2])
@@ -27,6 +29,21 @@ func main() {
 	switch os.Args[1] {
 	case "blocking":
 		for range n {
+			if _, err := syscall.Read(0, b[:]); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+	case "blocking-yield":
+		// As blocking, passing through the scheduler every 5 ms: sysmon
+		// takes the P of a goroutine that has not been rescheduled for
+		// 10 ms at every syscall it sees it in, idle Ps or not.
+		last := time.Now()
+		for range n {
+			if time.Since(last) >= 5*time.Millisecond {
+				runtime.Gosched()
+				last = time.Now()
+			}
 			if _, err := syscall.Read(0, b[:]); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
@@ -45,7 +62,7 @@ func main() {
 			}
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|netpoll COUNT")
+		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|blocking-yield|netpoll COUNT")
 		os.Exit(2)
 	}
 }

@@ -24,7 +24,7 @@ count() { # COUNT INTERVAL CMD...: the six counts, comma-separated
 }
 printf '%-16s %9s %6s %6s %6s %6s %6s %6s\n' reader interval read futex nanosl epoll yield total
 for us in 2 10 50 200 1000; do
-	for r in "c" "go blocking 1" "go blocking 2" "go netpoll 1" "go netpoll 2"; do
+	for r in ${READERS:-"c" "go blocking 1" "go blocking 2" "go blocking-yield 1" "go blocking-yield 2" "go netpoll 1" "go netpoll 2"}; do
 		set -- $r
 		case $1 in
 		c) cmd="$tmp/reader" ;;
