@@ -32,13 +32,16 @@ func (x *Context) CreateCompChannelBlocking() (*CompChannel, error) {
 // acknowledged). It reads one event, so a second armed CQ's event is
 // left for the next call. The read runs on the runtime's syscall path:
 // the goroutine's thread blocks in the kernel and the runtime gives its P
-// to another thread meanwhile. It allocates nothing once warm when dst
-// has room. See CreateCompChannelBlocking for how a wait ends; re-arm the
+// to another thread meanwhile. Every few milliseconds it first passes
+// through the scheduler (runtime.Gosched), so that the runtime does not
+// take the P at every wait of a loop that never yields (schedPass). It
+// allocates nothing once warm when dst has room. See CreateCompChannelBlocking for how a wait ends; re-arm the
 // CQ with RequestNotify and poll it again after, as with Wait.
 func (ch *CompChannel) WaitBlocking(dst []*CQ) ([]*CQ, error) {
 	if !ch.blocking {
 		return dst[:0], ch.blockingErr("wait blocking on completion channel")
 	}
+	ch.pass.maybe()
 	e := ch.ev
 	r := e.getRead()
 	defer e.spare.Store(r)

@@ -21,6 +21,7 @@ type CompChannel struct {
 	once     sync.Once
 	err      error
 	blocking bool // WaitBlocking only: the fd never joins the netpoller
+	pass     schedPass
 }
 
 // CreateCompChannel creates a completion channel (CREATE_COMP_CHANNEL).
