@@ -46,10 +46,6 @@ type conn struct {
 	roce        bool
 	inRemoteID  bool
 	inRemoteQPN bool
-	// remoteIDSlow and remoteQPNSlow: the entry is in its table's slow
-	// part.
-	remoteIDSlow  bool
-	remoteQPNSlow bool
 	sidrIn        bool
 	pending       bool // passive, counted in the listener's backlog
 	// halfOpen: passive, counted in ho's half-open bound (backlog.go);
@@ -70,7 +66,6 @@ type conn struct {
 	// timeout is the retransmission interval (the kernel's timeout_ms);
 	// curTimeout is the one in force, changed by an MRA.
 	timeout, curTimeout time.Duration
-	deadline            int64 // Engine.now scale
 
 	// addr is where this ID's MADs go (cm_av).
 	addr Addr
@@ -107,18 +102,18 @@ func (c *conn) qpnKey() remoteKey { return remoteKey{c.remoteCAGUID, c.remoteQPN
 // insertRemoteID is cm_insert_remote_id: it returns the connection already
 // known under the same (remote CA GUID, remote ID), or records c.
 func (e *Engine) insertRemoteID(c *conn) *conn {
-	o, slow := e.remoteIDs.insert(c)
+	o := e.remoteIDs.insert(c)
 	if o == nil {
-		c.inRemoteID, c.remoteIDSlow = true, slow
+		c.inRemoteID = true
 	}
 	return o
 }
 
 // insertRemoteQPN is cm_insert_remote_qpn (stale connection detection).
 func (e *Engine) insertRemoteQPN(c *conn) *conn {
-	o, slow := e.remoteQPNs.insert(c)
+	o := e.remoteQPNs.insert(c)
 	if o == nil {
-		c.inRemoteQPN, c.remoteQPNSlow = true, slow
+		c.inRemoteQPN = true
 	}
 	return o
 }
@@ -129,11 +124,11 @@ func (e *Engine) removeRemote(c *conn) {
 	// insert never replaces an entry and the key fields do not change
 	// while the ID is in.
 	if c.inRemoteID {
-		e.remoteIDs.remove(c, c.remoteIDSlow)
+		e.remoteIDs.remove(c)
 		c.inRemoteID = false
 	}
 	if c.inRemoteQPN {
-		e.remoteQPNs.remove(c, c.remoteQPNSlow)
+		e.remoteQPNs.remove(c)
 		c.inRemoteQPN = false
 	}
 }
@@ -235,7 +230,7 @@ func (e *Engine) sendError(c *conn) {
 	if t != EventDreqError {
 		e.qpErr(c)
 	}
-	e.event(Event{Type: t, ID: ID(c.localID), Context: c.context})
+	e.newEvent(t, c)
 }
 
 // timewaitExit is cm_timewait_handler.
@@ -245,7 +240,7 @@ func (e *Engine) timewaitExit(c *conn) {
 		return
 	}
 	e.setState(c, StateIdle)
-	e.event(Event{Type: EventTimewaitExit, ID: ID(c.localID), Context: c.context})
+	e.newEvent(EventTimewaitExit, c)
 }
 
 // unpend takes a passive ID out of its listener's backlog.

@@ -196,7 +196,7 @@ func (e *Engine) Deadline() time.Time {
 // Advance acknowledges the last Ready: its slices are reused.
 func (e *Engine) Advance() {
 	r := &e.ready
-	clear(r.Events) // drop references into the arena
+	clear(r.Events) // drop references into the arena; newEvent wants zero slots
 	r.Messages = r.Messages[:0]
 	r.Events = r.Events[:0]
 	r.QPTransitions = r.QPTransitions[:0]
@@ -223,7 +223,7 @@ func (e *Engine) Tick(now time.Time) {
 	e.setNow(now)
 	e.trimFree()
 	for len(e.timers) > 0 && e.timers[0].deadline <= e.now {
-		c := e.timers[0]
+		c := e.timers[0].c
 		e.timers.remove(c)
 		e.fire(c)
 	}
@@ -343,6 +343,23 @@ func (e *Engine) keep(b []byte) []byte {
 func (e *Engine) event(ev Event) *Event {
 	e.ready.Events = append(e.ready.Events, ev)
 	return &e.ready.Events[len(e.ready.Events)-1]
+}
+
+// newEvent appends an event of type t for c and returns it for the
+// caller to fill in place: an Event is 400 bytes, and a literal passed to
+// event is built on the stack and copied. The slot is zero: Advance
+// zeroes the events it takes back, and growth zeroes new capacity.
+func (e *Engine) newEvent(t EventType, c *conn) *Event {
+	r := &e.ready
+	n := len(r.Events)
+	if n < cap(r.Events) {
+		r.Events = r.Events[:n+1]
+	} else {
+		r.Events = append(r.Events, Event{})
+	}
+	ev := &r.Events[n]
+	ev.Type, ev.ID, ev.Context = t, ID(c.localID), c.context
+	return ev
 }
 
 // out appends an outbound MAD and returns its buffer.

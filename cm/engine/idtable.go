@@ -1,12 +1,16 @@
 package engine
 
 // idTable holds the IDs by local ID: open addressing with linear probing
-// over a power-of-two array kept at most half full, each slot a *conn
-// whose localID is the key. The engine draws local IDs from its Source,
-// not from the wire, so a multiplicative hash spreads them whatever their
-// pattern; an ID named by a received MAD only probes. It does the work
-// of a map[uint32]*conn without the generic map's hashing.
+// over a power-of-two array kept at most half full. Each slot's local ID
+// sits in keys, beside the *conn in slots, so a probe compares IDs
+// without touching the conns it passes (TimeWait keeps thousands of them
+// cold). Local ID 0 marks an empty key: the engine never uses it. The
+// engine draws local IDs from its Source, not from the wire, so a
+// multiplicative hash spreads them whatever their pattern; an ID named
+// by a received MAD only probes. It does the work of a map[uint32]*conn
+// without the generic map's hashing.
 type idTable struct {
+	keys  []uint32
 	slots []*conn
 	n     int
 	shift uint8 // 64 - log2(len(slots)): home takes the hash's top bits
@@ -15,7 +19,7 @@ type idTable struct {
 const idTableMin = 16
 
 func newIDTable() idTable {
-	return idTable{slots: make([]*conn, idTableMin), shift: 64 - 4}
+	return idTable{keys: make([]uint32, idTableMin), slots: make([]*conn, idTableMin), shift: 64 - 4}
 }
 
 // home is the slot where the probe for id starts (Fibonacci hashing).
@@ -25,16 +29,21 @@ func (t *idTable) home(id uint32) int {
 
 func (t *idTable) len() int { return t.n }
 
+// get returns the ID id, or nil (always for 0).
 func (t *idTable) get(id uint32) *conn {
-	mask := len(t.slots) - 1
+	mask := len(t.keys) - 1
+	keys := t.keys
 	for i := t.home(id); ; i = (i + 1) & mask {
-		if c := t.slots[i]; c == nil || c.localID == id {
-			return c
+		switch keys[i] {
+		case id:
+			return t.slots[i] // nil for id 0: an empty slot
+		case 0:
+			return nil
 		}
 	}
 }
 
-// put adds c, whose local ID must not be in the table.
+// put adds c, whose local ID must be neither 0 nor in the table.
 func (t *idTable) put(c *conn) {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
@@ -44,16 +53,17 @@ func (t *idTable) put(c *conn) {
 }
 
 func (t *idTable) place(c *conn) {
-	mask := len(t.slots) - 1
+	mask := len(t.keys) - 1
 	i := t.home(c.localID)
-	for t.slots[i] != nil {
+	for t.keys[i] != 0 {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = c
+	t.keys[i], t.slots[i] = c.localID, c
 }
 
 func (t *idTable) grow() {
 	old := t.slots
+	t.keys = make([]uint32, 2*len(old))
 	t.slots = make([]*conn, 2*len(old))
 	t.shift--
 	for _, c := range old {
@@ -67,30 +77,33 @@ func (t *idTable) grow() {
 // move back into the gap (no tombstones), as long as that does not put
 // one before its home slot.
 func (t *idTable) remove(id uint32) {
-	mask := len(t.slots) - 1
+	if id == 0 {
+		return
+	}
+	mask := len(t.keys) - 1
 	i := t.home(id)
 	for {
-		c := t.slots[i]
-		if c == nil {
+		k := t.keys[i]
+		if k == 0 {
 			return
 		}
-		if c.localID == id {
+		if k == id {
 			break
 		}
 		i = (i + 1) & mask
 	}
 	for j := (i + 1) & mask; ; j = (j + 1) & mask {
-		c := t.slots[j]
-		if c == nil {
+		k := t.keys[j]
+		if k == 0 {
 			break
 		}
-		// c may fill the gap at i unless its home lies cyclically in
-		// (i, j]: it would then sit before its home.
-		if (j-t.home(c.localID))&mask >= (j-i)&mask {
-			t.slots[i] = c
+		// The entry at j may fill the gap at i unless its home lies
+		// cyclically in (i, j]: it would then sit before its home.
+		if (j-t.home(k))&mask >= (j-i)&mask {
+			t.keys[i], t.slots[i] = k, t.slots[j]
 			i = j
 		}
 	}
-	t.slots[i] = nil
+	t.keys[i], t.slots[i] = 0, nil
 	t.n--
 }

@@ -40,7 +40,7 @@ func (e *Engine) CheckInvariants() error {
 		if (c.heapIdx >= 0) != wantTimer {
 			return fmt.Errorf("ID %#x in %v: timer armed %v", id, c.state, c.heapIdx >= 0)
 		}
-		if c.heapIdx >= 0 && (int(c.heapIdx) >= len(e.timers) || e.timers[c.heapIdx] != c) {
+		if c.heapIdx >= 0 && (int(c.heapIdx) >= len(e.timers) || e.timers[c.heapIdx].c != c) {
 			return fmt.Errorf("ID %#x: heap index %d wrong", id, c.heapIdx)
 		}
 		if c.destroyed && c.state != StateTimeWait {
@@ -82,10 +82,10 @@ func (e *Engine) CheckInvariants() error {
 	if n != e.conns.len() {
 		return fmt.Errorf("ID table counts %d IDs, holds %d", e.conns.len(), n)
 	}
-	if !e.remoteIDs.check(e, func(c *conn) (bool, bool) { return c.inRemoteID, c.remoteIDSlow }) {
+	if !e.remoteIDs.check(e, func(c *conn) bool { return c.inRemoteID }) {
 		return fmt.Errorf("remote ID table: stale entry")
 	}
-	if !e.remoteQPNs.check(e, func(c *conn) (bool, bool) { return c.inRemoteQPN, c.remoteQPNSlow }) {
+	if !e.remoteQPNs.check(e, func(c *conn) bool { return c.inRemoteQPN }) {
 		return fmt.Errorf("remote QPN table: stale entry")
 	}
 	for k, c := range e.sidrRemote {
@@ -104,8 +104,8 @@ func (e *Engine) CheckInvariants() error {
 			return err
 		}
 	}
-	for i, c := range e.timers {
-		if int(c.heapIdx) != i || e.conns.get(c.localID) != c {
+	for i, t := range e.timers {
+		if c := t.c; c == nil || int(c.heapIdx) != i || e.conns.get(c.localID) != c {
 			return fmt.Errorf("timer %d: stale entry", i)
 		}
 		if i > 0 && e.timers.less(i, (i-1)/2) {

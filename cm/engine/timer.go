@@ -4,15 +4,22 @@ import "time"
 
 // timerHeap is a min-heap of connections by deadline. Each connection has
 // at most one timer: its outstanding MAD's retransmission, or TimeWait.
-// heapIdx makes removal O(log n).
-type timerHeap []*conn
+// heapIdx makes removal O(log n). Each entry carries its deadline, so
+// sifting compares entries without reading the conns (TimeWait keeps
+// thousands of them cold); a conn is written only when its entry moves.
+type timerHeap []timerEntry
+
+type timerEntry struct {
+	deadline int64 // Engine.now scale
+	c        *conn
+}
 
 func (h timerHeap) less(i, j int) bool { return h[i].deadline < h[j].deadline }
 
 func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = int32(i)
-	h[j].heapIdx = int32(j)
+	h[i].c.heapIdx = int32(i)
+	h[j].c.heapIdx = int32(j)
 }
 
 func (h timerHeap) up(j int) {
@@ -46,9 +53,9 @@ func (h timerHeap) down(i int) bool {
 	return i > i0
 }
 
-func (h *timerHeap) push(c *conn) {
+func (h *timerHeap) push(c *conn, deadline int64) {
 	c.heapIdx = int32(len(*h))
-	*h = append(*h, c)
+	*h = append(*h, timerEntry{deadline, c})
 	h.up(len(*h) - 1)
 }
 
@@ -59,7 +66,7 @@ func (h *timerHeap) remove(c *conn) {
 	if i != n {
 		old.swap(i, n)
 	}
-	old[n] = nil
+	old[n] = timerEntry{}
 	*h = old[:n]
 	if i != n {
 		if !h.down(i) {
@@ -72,14 +79,15 @@ func (h *timerHeap) remove(c *conn) {
 // arm sets c's timer to fire d from now.
 func (e *Engine) arm(c *conn, d time.Duration) {
 	t := e.now + int64(d)
-	c.deadline = t
 	if c.heapIdx >= 0 {
-		if !e.timers.down(int(c.heapIdx)) {
-			e.timers.up(int(c.heapIdx))
+		i := int(c.heapIdx)
+		e.timers[i].deadline = t
+		if !e.timers.down(i) {
+			e.timers.up(i)
 		}
 		return
 	}
-	e.timers.push(c)
+	e.timers.push(c, t)
 }
 
 func (e *Engine) disarm(c *conn) {
