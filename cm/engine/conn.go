@@ -46,8 +46,8 @@ type conn struct {
 	roce        bool
 	inRemoteID  bool
 	inRemoteQPN bool
-	sidrIn        bool
-	pending       bool // passive, counted in the listener's backlog
+	sidrIn      bool
+	pending     bool // passive, counted in the listener's backlog
 	// halfOpen: passive, counted in ho's half-open bound (backlog.go);
 	// repQueued: also in ho's RTU queue, between hoPrev and hoNext.
 	halfOpen  bool
