@@ -108,7 +108,7 @@ func (e *Engine) CheckInvariants() error {
 		if c := t.c; c == nil || int(c.heapIdx) != i || e.conns.get(c.localID) != c {
 			return fmt.Errorf("timer %d: stale entry", i)
 		}
-		if i > 0 && e.timers.less(i, (i-1)/2) {
+		if i > 0 && e.timers.less(i, (i-1)/heapArity) {
 			return fmt.Errorf("timer heap order broken at %d", i)
 		}
 	}

@@ -2,12 +2,16 @@ package engine
 
 import "time"
 
-// timerHeap is a min-heap of connections by deadline. Each connection has
-// at most one timer: its outstanding MAD's retransmission, or TimeWait.
-// heapIdx makes removal O(log n). Each entry carries its deadline, so
-// sifting compares entries without reading the conns (TimeWait keeps
-// thousands of them cold); a conn is written only when its entry moves.
+// timerHeap is a 4-ary min-heap of connections by deadline. Each
+// connection has at most one timer: its outstanding MAD's
+// retransmission, or TimeWait. heapIdx makes removal O(log n). Each entry
+// carries its deadline, so sifting compares entries without reading the
+// conns (TimeWait keeps thousands of them cold); a conn is written only
+// when its entry moves, and four children per node halve the levels an
+// entry moves through.
 type timerHeap []timerEntry
+
+const heapArity = 4
 
 type timerEntry struct {
 	deadline int64 // Engine.now scale
@@ -24,7 +28,7 @@ func (h timerHeap) swap(i, j int) {
 
 func (h timerHeap) up(j int) {
 	for j > 0 {
-		i := (j - 1) / 2
+		i := (j - 1) / heapArity
 		if !h.less(j, i) {
 			break
 		}
@@ -36,13 +40,15 @@ func (h timerHeap) up(j int) {
 func (h timerHeap) down(i int) bool {
 	i0, n := i, len(h)
 	for {
-		l := 2*i + 1
+		l := heapArity*i + 1
 		if l >= n {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && h.less(r, l) {
-			j = r
+		j := l // the earliest child
+		for k := l + 1; k < min(l+heapArity, n); k++ {
+			if h.less(k, j) {
+				j = k
+			}
 		}
 		if !h.less(j, i) {
 			break
