@@ -229,7 +229,7 @@ func (e *Engine) recvREP(from Addr, v mad.REPView) {
 		ev.PrivateData, ev.ECE = e.keep(v.PrivateData()), v.ECE()
 		return
 	}
-	ev := e.newEvent(EventConnectReply, c)
+	ev := e.wideEvent(EventConnectReply, c)
 	ev.PrivateData, ev.ECE = e.keep(v.PrivateData()), v.ECE()
 	in := &ev.Conn
 	in.RemoteCommID, in.ServiceID, in.RemoteCAGUID, in.RemoteQPN = c.remoteID, c.serviceID, c.remoteCAGUID, c.remoteQPN

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -63,8 +64,10 @@ type Engine struct {
 
 	timers timerHeap
 	ready  Ready
-	arena  []byte
-	msgs   []*[mad.MADSize]byte // free list of retransmit buffers
+	// wideEvents: an event in ready went past the head fields (Advance).
+	wideEvents bool
+	arena      []byte
+	msgs       []*[mad.MADSize]byte // free list of retransmit buffers
 	// free holds released conn structs for reuse: a burst of TimeWait
 	// exits is then reused by the next burst of connections instead of
 	// being garbage. Tick trims it to the live count plus minFree.
@@ -176,7 +179,8 @@ func (e *Engine) HasReady() bool {
 }
 
 // Ready returns the outputs gathered since the last Advance and the next
-// deadline. The pointer and every slice in it are valid until Advance.
+// deadline. The pointer and every slice in it are valid until Advance;
+// they are the engine's, to read, not to write.
 func (e *Engine) Ready() *Ready {
 	e.ready.Deadline = e.Deadline()
 	return &e.ready
@@ -196,7 +200,18 @@ func (e *Engine) Deadline() time.Time {
 // Advance acknowledges the last Ready: its slices are reused.
 func (e *Engine) Advance() {
 	r := &e.ready
-	clear(r.Events) // drop references into the arena; newEvent wants zero slots
+	// Zero the events taken back (newEvent wants zero slots; it also
+	// drops references into the arena). When none went past the head
+	// fields, those alone: a TimeWait batch of thousands of 400-byte
+	// events is then not written over in full a second time.
+	if e.wideEvents {
+		clear(r.Events)
+		e.wideEvents = false
+	} else {
+		for i := range r.Events {
+			r.Events[i].clearHead()
+		}
+	}
 	r.Messages = r.Messages[:0]
 	r.Events = r.Events[:0]
 	r.QPTransitions = r.QPTransitions[:0]
@@ -341,6 +356,7 @@ func (e *Engine) keep(b []byte) []byte {
 }
 
 func (e *Engine) event(ev Event) *Event {
+	e.wideEvents = true
 	e.ready.Events = append(e.ready.Events, ev)
 	return &e.ready.Events[len(e.ready.Events)-1]
 }
@@ -348,7 +364,8 @@ func (e *Engine) event(ev Event) *Event {
 // newEvent appends an event of type t for c and returns it for the
 // caller to fill in place: an Event is 400 bytes, and a literal passed to
 // event is built on the stack and copied. The slot is zero: Advance
-// zeroes the events it takes back, and growth zeroes new capacity.
+// zeroes the events it takes back, and growth zeroes new capacity. The
+// caller sets only head fields (clearHead), or uses wideEvent.
 func (e *Engine) newEvent(t EventType, c *conn) *Event {
 	r := &e.ready
 	n := len(r.Events)
@@ -360,6 +377,21 @@ func (e *Engine) newEvent(t EventType, c *conn) *Event {
 	ev := &r.Events[n]
 	ev.Type, ev.ID, ev.Context = t, ID(c.localID), c.context
 	return ev
+}
+
+// wideEvent is newEvent for an event whose fields beyond the head (Conn,
+// SIDR) the caller sets: Advance then clears the events in full.
+func (e *Engine) wideEvent(t EventType, c *conn) *Event {
+	e.wideEvents = true
+	return e.newEvent(t, c)
+}
+
+// clearHead zeroes the fields newEvent's callers may set.
+func (ev *Event) clearHead() {
+	ev.Type, ev.ID, ev.Listener, ev.Context = 0, 0, 0, 0
+	ev.Reason, ev.MessageRejected = 0, 0
+	ev.ARI, ev.PrivateData = nil, nil
+	ev.ECE = ece.ECE{}
 }
 
 // out appends an outbound MAD and returns its buffer.

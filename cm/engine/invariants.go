@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // hasMsg reports whether an ID in state s has an outstanding, resent MAD.
 func hasMsg(s State) bool {
@@ -102,6 +105,14 @@ func (e *Engine) CheckInvariants() error {
 		}
 		if err := e.checkHalfOpen(c, halfOpen[c.listen], queued[c.listen]); err != nil {
 			return err
+		}
+	}
+	// newEvent fills spare event slots assuming they are zero; the next
+	// few are checked (all of them would cost O(capacity) per call).
+	r := &e.ready
+	for i, ev := range r.Events[len(r.Events):min(cap(r.Events), len(r.Events)+64)] {
+		if !reflect.ValueOf(ev).IsZero() {
+			return fmt.Errorf("spare event slot %d not zero: %v", len(r.Events)+i, ev.Type)
 		}
 	}
 	for i, t := range e.timers {

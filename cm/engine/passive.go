@@ -167,7 +167,7 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	c.rqPSN = e.cfg.Source.PSN() & 0xffffff
 
 	// The event is filled in place (newEvent).
-	ev := e.newEvent(EventConnectRequest, c)
+	ev := e.wideEvent(EventConnectRequest, c)
 	ev.Listener, ev.PrivateData, ev.ECE = ID(l.localID), e.keep(pd), v.ECE()
 	in := &ev.Conn
 	in.RemoteCommID, in.ServiceID, in.RemoteCAGUID, in.RemoteQPN = c.remoteID, c.serviceID, c.remoteCAGUID, c.remoteQPN

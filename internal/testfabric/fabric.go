@@ -489,7 +489,8 @@ func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
 			f.fifo = append(f.fifo, packet{})
 		}
 		q := &f.fifo[len(f.fifo)-1]
-		q.at, q.seq, q.from, q.to, q.retry, q.dup, q.mad = f.Now, f.seq, i, j, retry, false, *m
+		q.at, q.seq, q.from, q.to, q.retry, q.dup = f.Now, f.seq, i, j, retry, false
+		q.mad = *m // alone: in a tuple assignment it would be copied twice
 		f.seq++
 		return
 	}
