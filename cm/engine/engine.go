@@ -44,10 +44,11 @@ type Engine struct {
 	// lastNow is the latest input's time as given: a caller that passes
 	// one timestamp to several calls skips the conversion.
 	lastNow time.Time
-	// dlNs and dlTime cache Deadline's conversion; the earliest timer
-	// stays the same over most calls.
-	dlNs   int64
-	dlTime time.Time
+	// dlTime caches Deadline's conversion of the earliest timer; rootMoved
+	// says the earliest timer may have changed since (timer.go). Most
+	// inputs arm and disarm timers behind the earliest one.
+	dlTime    time.Time
+	rootMoved bool
 
 	// conns holds every ID by local ID: connections, listeners, SIDR
 	// exchanges, and destroyed IDs still in TimeWait.
@@ -191,8 +192,8 @@ func (e *Engine) Deadline() time.Time {
 	if len(e.timers) == 0 {
 		return time.Time{}
 	}
-	if d := e.timers[0].deadline; d != e.dlNs || e.dlTime.IsZero() {
-		e.dlNs, e.dlTime = d, e.base.Add(time.Duration(d))
+	if e.rootMoved || e.dlTime.IsZero() {
+		e.dlTime, e.rootMoved = e.base.Add(time.Duration(e.timers[0].deadline)), false
 	}
 	return e.dlTime
 }
@@ -239,7 +240,7 @@ func (e *Engine) Tick(now time.Time) {
 	e.trimFree()
 	for len(e.timers) > 0 && e.timers[0].deadline <= e.now {
 		c := e.timers[0].c
-		e.timers.remove(c)
+		e.disarm(c)
 		e.fire(c)
 	}
 }
@@ -293,9 +294,7 @@ func (e *Engine) trimFree() {
 // release forgets c entirely; its ID becomes free.
 func (e *Engine) release(c *conn) {
 	e.cancelMsg(c)
-	if c.heapIdx >= 0 {
-		e.timers.remove(c)
-	}
+	e.disarm(c)
 	e.removeRemote(c)
 	if c.sidrIn {
 		if e.sidrRemote[c.sidrKey] == c {

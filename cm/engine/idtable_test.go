@@ -52,22 +52,23 @@ func checkIDTable(t *testing.T, tab *idTable, ref map[uint32]*conn) {
 	t.Helper()
 	mask := len(tab.slots) - 1
 	n := 0
-	for i, c := range tab.slots {
+	for i, s := range tab.slots {
+		c := s.c
 		if c == nil {
-			if tab.keys[i] != 0 {
-				t.Fatalf("empty slot %d keyed %#x", i, tab.keys[i])
+			if s.id != 0 {
+				t.Fatalf("empty slot %d keyed %#x", i, s.id)
 			}
 			continue
 		}
 		n++
-		if tab.keys[i] != c.localID {
-			t.Fatalf("slot %d keyed %#x holds %#x", i, tab.keys[i], c.localID)
+		if s.id != c.localID {
+			t.Fatalf("slot %d keyed %#x holds %#x", i, s.id, c.localID)
 		}
 		if ref[c.localID] != c {
 			t.Fatalf("slot %d holds %#x, not in the reference", i, c.localID)
 		}
 		for j := tab.home(c.localID); j != i; j = (j + 1) & mask {
-			if tab.keys[j] == 0 {
+			if tab.slots[j].id == 0 {
 				t.Fatalf("slot %d (%#x): gap at %d after its home", i, c.localID, j)
 			}
 		}

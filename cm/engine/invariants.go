@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"time"
 )
 
 // hasMsg reports whether an ID in state s has an outstanding, resent MAD.
@@ -27,7 +28,8 @@ func (e *Engine) CheckInvariants() error {
 	halfOpen := map[*listenInfo]int{}
 	queued := map[*listenInfo]int{}
 	n := 0
-	for _, c := range e.conns.slots {
+	for _, s := range e.conns.slots {
+		c := s.c
 		if c == nil {
 			continue
 		}
@@ -114,6 +116,9 @@ func (e *Engine) CheckInvariants() error {
 		if !reflect.ValueOf(ev).IsZero() {
 			return fmt.Errorf("spare event slot %d not zero: %v", len(r.Events)+i, ev.Type)
 		}
+	}
+	if len(e.timers) > 0 && !e.rootMoved && !e.dlTime.IsZero() && !e.dlTime.Equal(e.base.Add(time.Duration(e.timers[0].deadline))) {
+		return fmt.Errorf("cached deadline %v, earliest timer at %v", e.dlTime, e.base.Add(time.Duration(e.timers[0].deadline)))
 	}
 	for i, t := range e.timers {
 		if c := t.c; c == nil || int(c.heapIdx) != i || e.conns.get(c.localID) != c {

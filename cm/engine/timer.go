@@ -82,22 +82,35 @@ func (h *timerHeap) remove(c *conn) {
 	c.heapIdx = -1
 }
 
-// arm sets c's timer to fire d from now.
+// arm sets c's timer to fire d from now. Every change to the heap goes
+// through arm and disarm, which note when the earliest timer may have
+// changed (Deadline): only when c's entry is, or becomes, the root. A
+// removal elsewhere cannot make a new root: the entry moved into the gap
+// is not earlier than the root.
 func (e *Engine) arm(c *conn, d time.Duration) {
 	t := e.now + int64(d)
 	if c.heapIdx >= 0 {
 		i := int(c.heapIdx)
+		if i == 0 {
+			e.rootMoved = true
+		}
 		e.timers[i].deadline = t
 		if !e.timers.down(i) {
 			e.timers.up(i)
 		}
-		return
+	} else {
+		e.timers.push(c, t)
 	}
-	e.timers.push(c, t)
+	if c.heapIdx == 0 {
+		e.rootMoved = true
+	}
 }
 
 func (e *Engine) disarm(c *conn) {
 	if c.heapIdx >= 0 {
+		if c.heapIdx == 0 {
+			e.rootMoved = true
+		}
 		e.timers.remove(c)
 	}
 }
