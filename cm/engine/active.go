@@ -208,7 +208,7 @@ func (e *Engine) recvREP(from Addr, v mad.REPView) {
 	// The rdma_cm arms a delayed MRA (ib_prepare_cm_mra) before telling
 	// the user.
 	c.serviceTimeout = e.cfg.MRAServiceTimeout
-	c.privateData = nil
+	c.keepPrivate(nil)
 	e.setState(c, StateMRAREPSent)
 
 	if c.manageQP {
@@ -274,10 +274,7 @@ func (e *Engine) Establish(now time.Time, id ID, privateData []byte) error {
 	}
 	e.sendRTU(c, c.addr, privateData)
 	e.setState(c, StateEstablished)
-	c.privateData = append([]byte(nil), privateData...)
-	if len(privateData) == 0 {
-		c.privateData = nil
-	}
+	c.keepPrivate(privateData)
 	return nil
 }
 

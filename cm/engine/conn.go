@@ -10,16 +10,42 @@ import (
 )
 
 // conn is one ID: a connection (either side), a listener or a SIDR
-// exchange. Its fields follow the kernel's struct cm_id_private.
+// exchange. Its fields follow the kernel's struct cm_id_private. Those
+// that a TimeWait exit, Destroy and release read come first, together: a
+// batch of exits then reads a line or two of each cold conn, not all of
+// it.
 type conn struct {
-	localID, remoteID uint32
+	localID uint32
 	// parent is the listener a passive ID came from.
-	parent uint32
+	parent  uint32
+	heapIdx int32
 
 	state State
 	// msgState is the state the outstanding MAD was sent in (the kernel's
 	// msg->context[1]); a timeout in another state is stale.
 	msgState State
+
+	passive     bool
+	destroyed   bool // Destroy was called; kept only to finish TimeWait
+	manageQP    bool
+	roce        bool
+	inRemoteID  bool
+	inRemoteQPN bool
+	sidrIn      bool
+	pending     bool // passive, counted in the listener's backlog
+	// halfOpen: passive, counted in ho's half-open bound (backlog.go);
+	// repQueued: also in ho's RTU queue, between hoPrev and hoNext.
+	halfOpen  bool
+	repQueued bool
+	hasPD     bool // privateData is set
+	qpType    qp.QPType
+	qpState   qp.State
+
+	msg     *[mad.MADSize]byte
+	listen  *listenInfo
+	context uint64
+
+	remoteID uint32
 	// retriesLeft counts resends left for the outstanding MAD; retrySent
 	// counts those done.
 	retriesLeft, retrySent uint8
@@ -36,45 +62,24 @@ type conn struct {
 	targetACKDelay     uint8
 	rate               uint8
 	transport          mad.TransportServiceType
-	qpType             qp.QPType
-	qpState            qp.State
 	pathMTU            rdma.MTU
-
-	passive     bool
-	destroyed   bool // Destroy was called; kept only to finish TimeWait
-	manageQP    bool
-	roce        bool
-	inRemoteID  bool
-	inRemoteQPN bool
-	sidrIn      bool
-	pending     bool // passive, counted in the listener's backlog
-	// halfOpen: passive, counted in ho's half-open bound (backlog.go);
-	// repQueued: also in ho's RTU queue, between hoPrev and hoNext.
-	halfOpen  bool
-	repQueued bool
-
-	heapIdx int32
-	pkey    uint16
+	pkey               uint16
 
 	localQPN, remoteQPN uint32
 	sqPSN, rqPSN        uint32
 	remoteCAGUID        uint64
 	serviceID           uint64
 	tid                 uint64
-	context             uint64
 
 	// timeout is the retransmission interval (the kernel's timeout_ms);
 	// curTimeout is the one in force, changed by an MRA.
 	timeout, curTimeout time.Duration
 
 	// addr is where this ID's MADs go (cm_av).
-	addr Addr
-	msg  *[mad.MADSize]byte
+	addr    Addr
+	sidrKey sidrKey
 	// privateData is kept to resend an RTU, MRA or DREP for a duplicate.
 	privateData []byte
-
-	listen  *listenInfo
-	sidrKey sidrKey
 
 	ho             *listenInfo
 	hoPrev, hoNext *conn
@@ -94,6 +99,14 @@ type listenInfo struct {
 	// repTail are the oldest and newest of them waiting for an RTU.
 	halfOpen         int
 	repHead, repTail *conn
+}
+
+// keepPrivate keeps a copy of pd to resend with an answer to a duplicate.
+func (c *conn) keepPrivate(pd []byte) {
+	c.privateData, c.hasPD = nil, false
+	if len(pd) > 0 {
+		c.privateData, c.hasPD = append([]byte(nil), pd...), true
+	}
 }
 
 func (c *conn) key() remoteKey    { return remoteKey{c.remoteCAGUID, c.remoteID} }

@@ -49,10 +49,7 @@ func (e *Engine) Disconnect(now time.Time, id ID, privateData []byte) error {
 
 // sendDREPLocked is cm_send_drep_locked: TimeWait, then the DREP.
 func (e *Engine) sendDREPLocked(c *conn, pd []byte) {
-	c.privateData = nil
-	if len(pd) > 0 {
-		c.privateData = append([]byte(nil), pd...)
-	}
+	c.keepPrivate(pd)
 	e.enterTimewait(c)
 	e.sendDREP(c, c.addr, pd)
 }

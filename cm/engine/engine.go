@@ -266,9 +266,13 @@ func (e *Engine) newConn(state State) (*conn, error) {
 	}
 	var c *conn
 	if n := len(e.free); n > 0 {
-		c = e.free[n-1] // zeroed by release
+		c = e.free[n-1]
 		e.free[n-1] = nil
 		e.free = e.free[:n-1]
+		// Zeroed here, not by release: a TimeWait batch releases
+		// thousands of cold conns, which are then written once, when
+		// reused, instead of twice.
+		*c = conn{heapIdx: -1}
 	} else {
 		c = &conn{heapIdx: -1}
 	}
@@ -312,7 +316,12 @@ func (e *Engine) release(c *conn) {
 		}
 	}
 	e.conns.remove(c.localID)
-	*c = conn{heapIdx: -1}
+	// The pointers left (the rest are nil by now) go, so that a conn on
+	// the free list holds nothing alive; newConn zeroes the rest.
+	c.listen = nil
+	if c.hasPD {
+		c.privateData, c.hasPD = nil, false
+	}
 	e.free = append(e.free, c)
 }
 

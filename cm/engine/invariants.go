@@ -48,6 +48,9 @@ func (e *Engine) CheckInvariants() error {
 		if c.heapIdx >= 0 && (int(c.heapIdx) >= len(e.timers) || e.timers[c.heapIdx].c != c) {
 			return fmt.Errorf("ID %#x: heap index %d wrong", id, c.heapIdx)
 		}
+		if c.hasPD != (c.privateData != nil) {
+			return fmt.Errorf("ID %#x: private data flag %v, data %v", id, c.hasPD, c.privateData != nil)
+		}
 		if c.destroyed && c.state != StateTimeWait {
 			return fmt.Errorf("destroyed ID %#x kept in %v", id, c.state)
 		}
@@ -107,6 +110,12 @@ func (e *Engine) CheckInvariants() error {
 		}
 		if err := e.checkHalfOpen(c, halfOpen[c.listen], queued[c.listen]); err != nil {
 			return err
+		}
+	}
+	// Released conns wait for newConn to zero them, holding nothing alive.
+	for _, c := range e.free {
+		if c.msg != nil || c.listen != nil || c.privateData != nil || c.ho != nil || c.hoPrev != nil || c.hoNext != nil {
+			return fmt.Errorf("released ID %#x still holds pointers", c.localID)
 		}
 	}
 	// newEvent fills spare event slots assuming they are zero; the next

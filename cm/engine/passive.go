@@ -334,10 +334,7 @@ func (e *Engine) MRA(now time.Time, id ID, serviceTimeout uint8, privateData []b
 	e.sendMRA(c, c.addr, what, serviceTimeout, privateData)
 	e.setState(c, next)
 	c.serviceTimeout = serviceTimeout
-	c.privateData = append([]byte(nil), privateData...)
-	if len(privateData) == 0 {
-		c.privateData = nil
-	}
+	c.keepPrivate(privateData)
 	return nil
 }
 
