@@ -100,7 +100,7 @@ func (e *Engine) evict(c *conn) {
 	e.unpend(c)
 	e.qpErr(c)
 	e.sendREJ(c, from, mad.RejectNoResources, nil, nil)
-	e.newEvent(EventRepError, c)
+	e.bareEvent(EventRepError, c)
 }
 
 // HalfOpen returns how many half-open IDs the listener holds, and

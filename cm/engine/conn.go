@@ -243,7 +243,7 @@ func (e *Engine) sendError(c *conn) {
 	if t != EventDreqError {
 		e.qpErr(c)
 	}
-	e.newEvent(t, c)
+	e.bareEvent(t, c)
 }
 
 // timewaitExit is cm_timewait_handler.
@@ -253,7 +253,7 @@ func (e *Engine) timewaitExit(c *conn) {
 		return
 	}
 	e.setState(c, StateIdle)
-	e.newEvent(EventTimewaitExit, c)
+	e.bareEvent(EventTimewaitExit, c)
 }
 
 // unpend takes a passive ID out of its listener's backlog.

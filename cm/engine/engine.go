@@ -65,10 +65,10 @@ type Engine struct {
 
 	timers timerHeap
 	ready  Ready
-	// wideEvents: an event in ready went past the head fields (Advance).
-	wideEvents bool
-	arena      []byte
-	msgs       []*[mad.MADSize]byte // free list of retransmit buffers
+	// evLevel is what Advance must zero in ready's events (evBare...).
+	evLevel uint8
+	arena   []byte
+	msgs    []*[mad.MADSize]byte // free list of retransmit buffers
 	// free holds released conn structs for reuse: a burst of TimeWait
 	// exits is then reused by the next burst of connections instead of
 	// being garbage. Tick trims it to the live count plus minFree.
@@ -201,18 +201,19 @@ func (e *Engine) Deadline() time.Time {
 // Advance acknowledges the last Ready: its slices are reused.
 func (e *Engine) Advance() {
 	r := &e.ready
-	// Zero the events taken back (newEvent wants zero slots; it also
-	// drops references into the arena). When none went past the head
-	// fields, those alone: a TimeWait batch of thousands of 400-byte
-	// events is then not written over in full a second time.
-	if e.wideEvents {
+	// Zero what the events taken back set (newEvent wants zero slots;
+	// this also drops references into the arena), and no more: a
+	// TimeWait batch of thousands of 400-byte events is then not written
+	// over a second time.
+	switch e.evLevel {
+	case evWide:
 		clear(r.Events)
-		e.wideEvents = false
-	} else {
+	case evHead:
 		for i := range r.Events {
 			r.Events[i].clearHead()
 		}
 	}
+	e.evLevel = evBare
 	r.Messages = r.Messages[:0]
 	r.Events = r.Events[:0]
 	r.QPTransitions = r.QPTransitions[:0]
@@ -364,17 +365,34 @@ func (e *Engine) keep(b []byte) []byte {
 }
 
 func (e *Engine) event(ev Event) *Event {
-	e.wideEvents = true
+	e.evLevel = evWide
 	e.ready.Events = append(e.ready.Events, ev)
 	return &e.ready.Events[len(e.ready.Events)-1]
 }
 
+// What Advance must zero in the events it takes back, by what their
+// makers set.
+const (
+	evBare = iota // Type, ID and Context, which every new event sets again
+	evHead        // the head fields (clearHead)
+	evWide        // any field
+)
+
 // newEvent appends an event of type t for c and returns it for the
 // caller to fill in place: an Event is 400 bytes, and a literal passed to
-// event is built on the stack and copied. The slot is zero: Advance
-// zeroes the events it takes back, and growth zeroes new capacity. The
-// caller sets only head fields (clearHead), or uses wideEvent.
+// event is built on the stack and copied. The slot is zero but for Type,
+// ID and Context, which it sets: Advance zeroes what the events it takes
+// back set, and growth zeroes new capacity. The caller may set the other
+// head fields (clearHead); wideEvent and bareEvent are for more and for
+// none.
 func (e *Engine) newEvent(t EventType, c *conn) *Event {
+	e.evLevel = max(e.evLevel, evHead)
+	return e.bareEvent(t, c)
+}
+
+// bareEvent is newEvent for an event with nothing but its type, ID and
+// context.
+func (e *Engine) bareEvent(t EventType, c *conn) *Event {
 	r := &e.ready
 	n := len(r.Events)
 	if n < cap(r.Events) {
@@ -390,8 +408,8 @@ func (e *Engine) newEvent(t EventType, c *conn) *Event {
 // wideEvent is newEvent for an event whose fields beyond the head (Conn,
 // SIDR) the caller sets: Advance then clears the events in full.
 func (e *Engine) wideEvent(t EventType, c *conn) *Event {
-	e.wideEvents = true
-	return e.newEvent(t, c)
+	e.evLevel = evWide
+	return e.bareEvent(t, c)
 }
 
 // clearHead zeroes the fields newEvent's callers may set.

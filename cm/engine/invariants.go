@@ -119,10 +119,12 @@ func (e *Engine) CheckInvariants() error {
 			return fmt.Errorf("released ID %#x still holds pointers", c.localID)
 		}
 	}
-	// newEvent fills spare event slots assuming they are zero; the next
-	// few are checked (all of them would cost O(capacity) per call).
+	// newEvent fills spare event slots assuming they are zero but for the
+	// fields it sets; the next few are checked (all of them would cost
+	// O(capacity) per call).
 	r := &e.ready
 	for i, ev := range r.Events[len(r.Events):min(cap(r.Events), len(r.Events)+64)] {
+		ev.Type, ev.ID, ev.Context = 0, 0, 0
 		if !reflect.ValueOf(ev).IsZero() {
 			return fmt.Errorf("spare event slot %d not zero: %v", len(r.Events)+i, ev.Type)
 		}

@@ -368,7 +368,7 @@ func (e *Engine) Notify(now time.Time, id ID) error {
 	}
 	e.setState(c, StateEstablished)
 	e.cancelMsg(c)
-	e.newEvent(EventEstablished, c)
+	e.bareEvent(EventEstablished, c)
 	return nil
 }
 
