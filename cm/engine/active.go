@@ -208,7 +208,7 @@ func (e *Engine) recvREP(from Addr, v mad.REPView) {
 	// The rdma_cm arms a delayed MRA (ib_prepare_cm_mra) before telling
 	// the user.
 	c.serviceTimeout = e.cfg.MRAServiceTimeout
-	c.privateData = nil
+	c.keepPrivate(nil)
 	e.setState(c, StateMRAREPSent)
 
 	if c.manageQP {
@@ -219,27 +219,24 @@ func (e *Engine) recvREP(from Addr, v mad.REPView) {
 				// CONNECT_ERROR: cma_rep_recv rejects.
 				e.qpErr(c)
 				_ = e.sendRejLocked(c, mad.RejectConsumerDefined, nil, nil)
-				e.event(Event{Type: EventRejected, ID: ID(c.localID), Context: c.context, Reason: mad.RejectConsumerDefined})
+				e.newEvent(EventRejected, c).Reason = mad.RejectConsumerDefined
 				return
 			}
 		}
 		e.sendRTU(c, c.addr, nil)
 		e.setState(c, StateEstablished)
-		e.event(Event{Type: EventEstablished, ID: ID(c.localID), Context: c.context,
-			PrivateData: e.keep(v.PrivateData()), ECE: v.ECE()})
+		ev := e.newEvent(EventEstablished, c)
+		ev.PrivateData, ev.ECE = e.keep(v.PrivateData()), v.ECE()
 		return
 	}
-	e.event(Event{
-		Type: EventConnectReply, ID: ID(c.localID), Context: c.context,
-		PrivateData: e.keep(v.PrivateData()), ECE: v.ECE(),
-		Conn: ConnInfo{
-			RemoteCommID: c.remoteID, ServiceID: c.serviceID, RemoteCAGUID: c.remoteCAGUID, RemoteQPN: c.remoteQPN,
-			StartingPSN: c.sqPSN, ResponderResources: c.responderResources,
-			InitiatorDepth: c.initiatorDepth, RNRRetryCount: c.rnrRetryCount,
-			FlowControl: v.EndToEndFlowControl(), SRQ: v.SRQ(), TransportType: c.transport,
-			TargetACKDelay: c.targetACKDelay,
-		},
-	})
+	ev := e.wideEvent(EventConnectReply, c)
+	ev.PrivateData, ev.ECE = e.keep(v.PrivateData()), v.ECE()
+	in := &ev.Conn
+	in.RemoteCommID, in.ServiceID, in.RemoteCAGUID, in.RemoteQPN = c.remoteID, c.serviceID, c.remoteCAGUID, c.remoteQPN
+	in.StartingPSN, in.ResponderResources = c.sqPSN, c.responderResources
+	in.InitiatorDepth, in.RNRRetryCount = c.initiatorDepth, c.rnrRetryCount
+	in.FlowControl, in.SRQ, in.TransportType = v.EndToEndFlowControl(), v.SRQ(), c.transport
+	in.TargetACKDelay = c.targetACKDelay
 }
 
 // dupREP is cm_dup_rep_handler: a REP for an ID that already has its
@@ -277,10 +274,7 @@ func (e *Engine) Establish(now time.Time, id ID, privateData []byte) error {
 	}
 	e.sendRTU(c, c.addr, privateData)
 	e.setState(c, StateEstablished)
-	c.privateData = append([]byte(nil), privateData...)
-	if len(privateData) == 0 {
-		c.privateData = nil
-	}
+	c.keepPrivate(privateData)
 	return nil
 }
 

@@ -100,7 +100,7 @@ func (e *Engine) evict(c *conn) {
 	e.unpend(c)
 	e.qpErr(c)
 	e.sendREJ(c, from, mad.RejectNoResources, nil, nil)
-	e.event(Event{Type: EventRepError, ID: ID(c.localID), Context: c.context})
+	e.bareEvent(EventRepError, c)
 }
 
 // HalfOpen returns how many half-open IDs the listener holds, and

@@ -10,16 +10,42 @@ import (
 )
 
 // conn is one ID: a connection (either side), a listener or a SIDR
-// exchange. Its fields follow the kernel's struct cm_id_private.
+// exchange. Its fields follow the kernel's struct cm_id_private. Those
+// that a TimeWait exit, Destroy and release read come first, in the first
+// cache line: a batch of exits then reads one line of each cold conn, not
+// all four.
 type conn struct {
-	localID, remoteID uint32
+	localID uint32
 	// parent is the listener a passive ID came from.
-	parent uint32
+	parent  uint32
+	heapIdx int32
 
 	state State
 	// msgState is the state the outstanding MAD was sent in (the kernel's
 	// msg->context[1]); a timeout in another state is stale.
 	msgState State
+
+	passive     bool
+	destroyed   bool // Destroy was called; kept only to finish TimeWait
+	manageQP    bool
+	roce        bool
+	inRemoteID  bool
+	inRemoteQPN bool
+	sidrIn      bool
+	pending     bool // passive, counted in the listener's backlog
+	// halfOpen: passive, counted in ho's half-open bound (backlog.go);
+	// repQueued: also in ho's RTU queue, between hoPrev and hoNext.
+	halfOpen  bool
+	repQueued bool
+	hasPD     bool // privateData is set
+	qpType    qp.QPType
+	qpState   qp.State
+
+	msg     *[mad.MADSize]byte
+	listen  *listenInfo
+	context uint64
+
+	remoteID uint32
 	// retriesLeft counts resends left for the outstanding MAD; retrySent
 	// counts those done.
 	retriesLeft, retrySent uint8
@@ -36,53 +62,31 @@ type conn struct {
 	targetACKDelay     uint8
 	rate               uint8
 	transport          mad.TransportServiceType
-	qpType             qp.QPType
-	qpState            qp.State
 	pathMTU            rdma.MTU
-
-	passive     bool
-	destroyed   bool // Destroy was called; kept only to finish TimeWait
-	manageQP    bool
-	roce        bool
-	inRemoteID  bool
-	inRemoteQPN bool
-	// remoteIDSlow and remoteQPNSlow: the entry is in its table's slow
-	// part.
-	remoteIDSlow  bool
-	remoteQPNSlow bool
-	sidrIn        bool
-	pending       bool // passive, counted in the listener's backlog
-	// halfOpen: passive, counted in ho's half-open bound (backlog.go);
-	// repQueued: also in ho's RTU queue, between hoPrev and hoNext.
-	halfOpen  bool
-	repQueued bool
-
-	heapIdx int32
-	pkey    uint16
+	pkey               uint16
 
 	localQPN, remoteQPN uint32
 	sqPSN, rqPSN        uint32
 	remoteCAGUID        uint64
 	serviceID           uint64
 	tid                 uint64
-	context             uint64
 
 	// timeout is the retransmission interval (the kernel's timeout_ms);
 	// curTimeout is the one in force, changed by an MRA.
 	timeout, curTimeout time.Duration
-	deadline            int64 // Engine.now scale
 
 	// addr is where this ID's MADs go (cm_av).
-	addr Addr
-	msg  *[mad.MADSize]byte
+	addr    Addr
+	sidrKey sidrKey
 	// privateData is kept to resend an RTU, MRA or DREP for a duplicate.
 	privateData []byte
 
-	listen  *listenInfo
-	sidrKey sidrKey
-
 	ho             *listenInfo
 	hoPrev, hoNext *conn
+
+	// 256 bytes in all: the allocator's 256-byte class puts each conn on
+	// whole cache lines, so the fields above it come first in one line.
+	_ [16]byte
 }
 
 type listenInfo struct {
@@ -101,24 +105,32 @@ type listenInfo struct {
 	repHead, repTail *conn
 }
 
+// keepPrivate keeps a copy of pd to resend with an answer to a duplicate.
+func (c *conn) keepPrivate(pd []byte) {
+	c.privateData, c.hasPD = nil, false
+	if len(pd) > 0 {
+		c.privateData, c.hasPD = append([]byte(nil), pd...), true
+	}
+}
+
 func (c *conn) key() remoteKey    { return remoteKey{c.remoteCAGUID, c.remoteID} }
 func (c *conn) qpnKey() remoteKey { return remoteKey{c.remoteCAGUID, c.remoteQPN} }
 
 // insertRemoteID is cm_insert_remote_id: it returns the connection already
 // known under the same (remote CA GUID, remote ID), or records c.
 func (e *Engine) insertRemoteID(c *conn) *conn {
-	o, slow := e.remoteIDs.insert(c)
+	o := e.remoteIDs.insert(c)
 	if o == nil {
-		c.inRemoteID, c.remoteIDSlow = true, slow
+		c.inRemoteID = true
 	}
 	return o
 }
 
 // insertRemoteQPN is cm_insert_remote_qpn (stale connection detection).
 func (e *Engine) insertRemoteQPN(c *conn) *conn {
-	o, slow := e.remoteQPNs.insert(c)
+	o := e.remoteQPNs.insert(c)
 	if o == nil {
-		c.inRemoteQPN, c.remoteQPNSlow = true, slow
+		c.inRemoteQPN = true
 	}
 	return o
 }
@@ -129,11 +141,11 @@ func (e *Engine) removeRemote(c *conn) {
 	// insert never replaces an entry and the key fields do not change
 	// while the ID is in.
 	if c.inRemoteID {
-		e.remoteIDs.remove(c, c.remoteIDSlow)
+		e.remoteIDs.remove(c)
 		c.inRemoteID = false
 	}
 	if c.inRemoteQPN {
-		e.remoteQPNs.remove(c, c.remoteQPNSlow)
+		e.remoteQPNs.remove(c)
 		c.inRemoteQPN = false
 	}
 }
@@ -235,7 +247,7 @@ func (e *Engine) sendError(c *conn) {
 	if t != EventDreqError {
 		e.qpErr(c)
 	}
-	e.event(Event{Type: t, ID: ID(c.localID), Context: c.context})
+	e.bareEvent(t, c)
 }
 
 // timewaitExit is cm_timewait_handler.
@@ -245,7 +257,7 @@ func (e *Engine) timewaitExit(c *conn) {
 		return
 	}
 	e.setState(c, StateIdle)
-	e.event(Event{Type: EventTimewaitExit, ID: ID(c.localID), Context: c.context})
+	e.bareEvent(EventTimewaitExit, c)
 }
 
 // unpend takes a passive ID out of its listener's backlog.

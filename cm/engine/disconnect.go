@@ -49,10 +49,7 @@ func (e *Engine) Disconnect(now time.Time, id ID, privateData []byte) error {
 
 // sendDREPLocked is cm_send_drep_locked: TimeWait, then the DREP.
 func (e *Engine) sendDREPLocked(c *conn, pd []byte) {
-	c.privateData = nil
-	if len(pd) > 0 {
-		c.privateData = append([]byte(nil), pd...)
-	}
+	c.keepPrivate(pd)
 	e.enterTimewait(c)
 	e.sendDREP(c, c.addr, pd)
 }
@@ -85,7 +82,7 @@ func (e *Engine) recvDREQ(from Addr, v mad.DREQView) {
 	e.unpend(c)
 	e.setState(c, StateDREQRcvd)
 	c.tid = v.Header().TransactionID()
-	e.event(Event{Type: EventDisconnectRequest, ID: ID(c.localID), Context: c.context, PrivateData: e.keep(v.PrivateData())})
+	e.newEvent(EventDisconnectRequest, c).PrivateData = e.keep(v.PrivateData())
 }
 
 // recvDREP is cm_drep_handler.
@@ -96,7 +93,7 @@ func (e *Engine) recvDREP(v mad.DREPView) {
 		return
 	}
 	e.enterTimewait(c)
-	e.event(Event{Type: EventDisconnectReply, ID: ID(c.localID), Context: c.context, PrivateData: e.keep(v.PrivateData())})
+	e.newEvent(EventDisconnectReply, c).PrivateData = e.keep(v.PrivateData())
 }
 
 // acquireRejected is cm_acquire_rejected_id: a REJ with reason TIMEOUT
@@ -146,8 +143,9 @@ func (e *Engine) recvREJ(v mad.REJView) {
 		return
 	}
 	e.qpErr(c)
-	e.event(Event{Type: EventRejected, ID: ID(c.localID), Context: c.context, Reason: v.Reason(),
-		MessageRejected: v.MessageRejected(), ARI: e.keep(v.ARI()), PrivateData: e.keep(v.PrivateData())})
+	ev := e.newEvent(EventRejected, c)
+	ev.Reason, ev.MessageRejected = v.Reason(), v.MessageRejected()
+	ev.ARI, ev.PrivateData = e.keep(v.ARI()), e.keep(v.PrivateData())
 }
 
 // Destroy ends an ID as cm_destroy_id does: a pending REQ is withdrawn

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/go-rdma/rdmacm/ece"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/rdma"
 )
@@ -43,10 +44,11 @@ type Engine struct {
 	// lastNow is the latest input's time as given: a caller that passes
 	// one timestamp to several calls skips the conversion.
 	lastNow time.Time
-	// dlNs and dlTime cache Deadline's conversion; the earliest timer
-	// stays the same over most calls.
-	dlNs   int64
-	dlTime time.Time
+	// dlTime caches Deadline's conversion of the earliest timer; rootMoved
+	// says the earliest timer may have changed since (timer.go). Most
+	// inputs arm and disarm timers behind the earliest one.
+	dlTime    time.Time
+	rootMoved bool
 
 	// conns holds every ID by local ID: connections, listeners, SIDR
 	// exchanges, and destroyed IDs still in TimeWait.
@@ -63,8 +65,10 @@ type Engine struct {
 
 	timers timerHeap
 	ready  Ready
-	arena  []byte
-	msgs   []*[mad.MADSize]byte // free list of retransmit buffers
+	// evLevel is what Advance must zero in ready's events (evBare...).
+	evLevel uint8
+	arena   []byte
+	msgs    []*[mad.MADSize]byte // free list of retransmit buffers
 	// free holds released conn structs for reuse: a burst of TimeWait
 	// exits is then reused by the next burst of connections instead of
 	// being garbage. Tick trims it to the live count plus minFree.
@@ -176,7 +180,8 @@ func (e *Engine) HasReady() bool {
 }
 
 // Ready returns the outputs gathered since the last Advance and the next
-// deadline. The pointer and every slice in it are valid until Advance.
+// deadline. The pointer and every slice in it are valid until Advance;
+// they are the engine's, to read, not to write.
 func (e *Engine) Ready() *Ready {
 	e.ready.Deadline = e.Deadline()
 	return &e.ready
@@ -187,8 +192,8 @@ func (e *Engine) Deadline() time.Time {
 	if len(e.timers) == 0 {
 		return time.Time{}
 	}
-	if d := e.timers[0].deadline; d != e.dlNs || e.dlTime.IsZero() {
-		e.dlNs, e.dlTime = d, e.base.Add(time.Duration(d))
+	if e.rootMoved || e.dlTime.IsZero() {
+		e.dlTime, e.rootMoved = e.base.Add(time.Duration(e.timers[0].deadline)), false
 	}
 	return e.dlTime
 }
@@ -196,7 +201,19 @@ func (e *Engine) Deadline() time.Time {
 // Advance acknowledges the last Ready: its slices are reused.
 func (e *Engine) Advance() {
 	r := &e.ready
-	clear(r.Events) // drop references into the arena
+	// Zero what the events taken back set (newEvent wants zero slots;
+	// this also drops references into the arena), and no more: a
+	// TimeWait batch of thousands of 400-byte events is then not written
+	// over a second time.
+	switch e.evLevel {
+	case evWide:
+		clear(r.Events)
+	case evHead:
+		for i := range r.Events {
+			r.Events[i].clearHead()
+		}
+	}
+	e.evLevel = evBare
 	r.Messages = r.Messages[:0]
 	r.Events = r.Events[:0]
 	r.QPTransitions = r.QPTransitions[:0]
@@ -223,8 +240,8 @@ func (e *Engine) Tick(now time.Time) {
 	e.setNow(now)
 	e.trimFree()
 	for len(e.timers) > 0 && e.timers[0].deadline <= e.now {
-		c := e.timers[0]
-		e.timers.remove(c)
+		c := e.timers[0].c
+		e.disarm(c)
 		e.fire(c)
 	}
 }
@@ -250,9 +267,13 @@ func (e *Engine) newConn(state State) (*conn, error) {
 	}
 	var c *conn
 	if n := len(e.free); n > 0 {
-		c = e.free[n-1] // zeroed by release
+		c = e.free[n-1]
 		e.free[n-1] = nil
 		e.free = e.free[:n-1]
+		// Zeroed here, not by release: a TimeWait batch releases
+		// thousands of cold conns, which are then written once, when
+		// reused, instead of twice.
+		*c = conn{heapIdx: -1}
 	} else {
 		c = &conn{heapIdx: -1}
 	}
@@ -278,9 +299,7 @@ func (e *Engine) trimFree() {
 // release forgets c entirely; its ID becomes free.
 func (e *Engine) release(c *conn) {
 	e.cancelMsg(c)
-	if c.heapIdx >= 0 {
-		e.timers.remove(c)
-	}
+	e.disarm(c)
 	e.removeRemote(c)
 	if c.sidrIn {
 		if e.sidrRemote[c.sidrKey] == c {
@@ -298,7 +317,12 @@ func (e *Engine) release(c *conn) {
 		}
 	}
 	e.conns.remove(c.localID)
-	*c = conn{heapIdx: -1}
+	// The pointers left (the rest are nil by now) go, so that a conn on
+	// the free list holds nothing alive; newConn zeroes the rest.
+	c.listen = nil
+	if c.hasPD {
+		c.privateData, c.hasPD = nil, false
+	}
 	e.free = append(e.free, c)
 }
 
@@ -341,8 +365,59 @@ func (e *Engine) keep(b []byte) []byte {
 }
 
 func (e *Engine) event(ev Event) *Event {
+	e.evLevel = evWide
 	e.ready.Events = append(e.ready.Events, ev)
 	return &e.ready.Events[len(e.ready.Events)-1]
+}
+
+// What Advance must zero in the events it takes back, by what their
+// makers set.
+const (
+	evBare = iota // Type, ID and Context, which every new event sets again
+	evHead        // the head fields (clearHead)
+	evWide        // any field
+)
+
+// newEvent appends an event of type t for c and returns it for the
+// caller to fill in place: an Event is 400 bytes, and a literal passed to
+// event is built on the stack and copied. The slot is zero but for Type,
+// ID and Context, which it sets: Advance zeroes what the events it takes
+// back set, and growth zeroes new capacity. The caller may set the other
+// head fields (clearHead); wideEvent and bareEvent are for more and for
+// none.
+func (e *Engine) newEvent(t EventType, c *conn) *Event {
+	e.evLevel = max(e.evLevel, evHead)
+	return e.bareEvent(t, c)
+}
+
+// bareEvent is newEvent for an event with nothing but its type, ID and
+// context.
+func (e *Engine) bareEvent(t EventType, c *conn) *Event {
+	r := &e.ready
+	n := len(r.Events)
+	if n < cap(r.Events) {
+		r.Events = r.Events[:n+1]
+	} else {
+		r.Events = append(r.Events, Event{})
+	}
+	ev := &r.Events[n]
+	ev.Type, ev.ID, ev.Context = t, ID(c.localID), c.context
+	return ev
+}
+
+// wideEvent is newEvent for an event whose fields beyond the head (Conn,
+// SIDR) the caller sets: Advance then clears the events in full.
+func (e *Engine) wideEvent(t EventType, c *conn) *Event {
+	e.evLevel = evWide
+	return e.bareEvent(t, c)
+}
+
+// clearHead zeroes the fields newEvent's callers may set.
+func (ev *Event) clearHead() {
+	ev.Type, ev.ID, ev.Listener, ev.Context = 0, 0, 0, 0
+	ev.Reason, ev.MessageRejected = 0, 0
+	ev.ARI, ev.PrivateData = nil, nil
+	ev.ECE = ece.ECE{}
 }
 
 // out appends an outbound MAD and returns its buffer.

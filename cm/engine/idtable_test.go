@@ -12,11 +12,11 @@ import (
 func TestIDTableAgainstMap(t *testing.T) {
 	for _, span := range []uint32{64, 1 << 12, 0} {
 		r := rand.New(rand.NewPCG(1, uint64(span)))
-		draw := func() uint32 {
+		draw := func() uint32 { // never 0, which the engine never uses
 			if span == 0 {
-				return r.Uint32()
+				return r.Uint32N(1<<32-1) + 1
 			}
-			return r.Uint32N(span)
+			return r.Uint32N(span) + 1
 		}
 		tab := newIDTable()
 		ref := map[uint32]*conn{}
@@ -52,22 +52,32 @@ func checkIDTable(t *testing.T, tab *idTable, ref map[uint32]*conn) {
 	t.Helper()
 	mask := len(tab.slots) - 1
 	n := 0
-	for i, c := range tab.slots {
+	for i, s := range tab.slots {
+		c := s.c
 		if c == nil {
+			if s.id != 0 {
+				t.Fatalf("empty slot %d keyed %#x", i, s.id)
+			}
 			continue
 		}
 		n++
+		if s.id != c.localID {
+			t.Fatalf("slot %d keyed %#x holds %#x", i, s.id, c.localID)
+		}
 		if ref[c.localID] != c {
 			t.Fatalf("slot %d holds %#x, not in the reference", i, c.localID)
 		}
 		for j := tab.home(c.localID); j != i; j = (j + 1) & mask {
-			if tab.slots[j] == nil {
+			if tab.slots[j].id == 0 {
 				t.Fatalf("slot %d (%#x): gap at %d after its home", i, c.localID, j)
 			}
 		}
 	}
 	if n != len(ref) {
 		t.Fatalf("table holds %d, want %d", n, len(ref))
+	}
+	if tab.get(0) != nil {
+		t.Fatal("get(0) found an ID")
 	}
 	for id, c := range ref {
 		if tab.get(id) != c {

@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+	"time"
+)
 
 // hasMsg reports whether an ID in state s has an outstanding, resent MAD.
 func hasMsg(s State) bool {
@@ -24,7 +28,8 @@ func (e *Engine) CheckInvariants() error {
 	halfOpen := map[*listenInfo]int{}
 	queued := map[*listenInfo]int{}
 	n := 0
-	for _, c := range e.conns.slots {
+	for _, s := range e.conns.slots {
+		c := s.c
 		if c == nil {
 			continue
 		}
@@ -40,8 +45,11 @@ func (e *Engine) CheckInvariants() error {
 		if (c.heapIdx >= 0) != wantTimer {
 			return fmt.Errorf("ID %#x in %v: timer armed %v", id, c.state, c.heapIdx >= 0)
 		}
-		if c.heapIdx >= 0 && (int(c.heapIdx) >= len(e.timers) || e.timers[c.heapIdx] != c) {
+		if c.heapIdx >= 0 && (int(c.heapIdx) >= len(e.timers) || e.timers[c.heapIdx].c != c) {
 			return fmt.Errorf("ID %#x: heap index %d wrong", id, c.heapIdx)
+		}
+		if c.hasPD != (c.privateData != nil) {
+			return fmt.Errorf("ID %#x: private data flag %v, data %v", id, c.hasPD, c.privateData != nil)
 		}
 		if c.destroyed && c.state != StateTimeWait {
 			return fmt.Errorf("destroyed ID %#x kept in %v", id, c.state)
@@ -82,10 +90,10 @@ func (e *Engine) CheckInvariants() error {
 	if n != e.conns.len() {
 		return fmt.Errorf("ID table counts %d IDs, holds %d", e.conns.len(), n)
 	}
-	if !e.remoteIDs.check(e, func(c *conn) (bool, bool) { return c.inRemoteID, c.remoteIDSlow }) {
+	if !e.remoteIDs.check(e, func(c *conn) bool { return c.inRemoteID }) {
 		return fmt.Errorf("remote ID table: stale entry")
 	}
-	if !e.remoteQPNs.check(e, func(c *conn) (bool, bool) { return c.inRemoteQPN, c.remoteQPNSlow }) {
+	if !e.remoteQPNs.check(e, func(c *conn) bool { return c.inRemoteQPN }) {
 		return fmt.Errorf("remote QPN table: stale entry")
 	}
 	for k, c := range e.sidrRemote {
@@ -104,11 +112,31 @@ func (e *Engine) CheckInvariants() error {
 			return err
 		}
 	}
-	for i, c := range e.timers {
-		if int(c.heapIdx) != i || e.conns.get(c.localID) != c {
+	// Released conns wait for newConn to zero them, holding nothing alive;
+	// the newest few are checked (all of them would cost O(capacity)).
+	for _, c := range e.free[max(0, len(e.free)-64):] {
+		if c.msg != nil || c.listen != nil || c.privateData != nil || c.ho != nil || c.hoPrev != nil || c.hoNext != nil {
+			return fmt.Errorf("released ID %#x still holds pointers", c.localID)
+		}
+	}
+	// newEvent fills spare event slots assuming they are zero but for the
+	// fields it sets; the next few are checked (all of them would cost
+	// O(capacity) per call).
+	r := &e.ready
+	for i, ev := range r.Events[len(r.Events):min(cap(r.Events), len(r.Events)+64)] {
+		ev.Type, ev.ID, ev.Context = 0, 0, 0
+		if !reflect.ValueOf(ev).IsZero() {
+			return fmt.Errorf("spare event slot %d not zero: %v", len(r.Events)+i, ev.Type)
+		}
+	}
+	if len(e.timers) > 0 && !e.rootMoved && !e.dlTime.IsZero() && !e.dlTime.Equal(e.base.Add(time.Duration(e.timers[0].deadline))) {
+		return fmt.Errorf("cached deadline %v, earliest timer at %v", e.dlTime, e.base.Add(time.Duration(e.timers[0].deadline)))
+	}
+	for i, t := range e.timers {
+		if c := t.c; c == nil || int(c.heapIdx) != i || e.conns.get(c.localID) != c {
 			return fmt.Errorf("timer %d: stale entry", i)
 		}
-		if i > 0 && e.timers.less(i, (i-1)/2) {
+		if i > 0 && e.timers.less(i, (i-1)/heapArity) {
 			return fmt.Errorf("timer heap order broken at %d", i)
 		}
 	}

@@ -136,24 +136,12 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 
 	// cma_ib_req_handler: QP type, IP header and address checks. A
 	// failure destroys the ID in REQ_RCVD: REJ 28 with local ID 0.
-	info := ConnInfo{
-		RemoteCommID: c.remoteID, ServiceID: c.serviceID, RemoteCAGUID: c.remoteCAGUID, RemoteQPN: c.remoteQPN,
-		StartingPSN: c.sqPSN, ResponderResources: c.responderResources,
-		InitiatorDepth: c.initiatorDepth, RetryCount: c.retryCount, RNRRetryCount: c.rnrRetryCount,
-		FlowControl: v.EndToEndFlowControl(), SRQ: v.SRQ(), TransportType: c.transport,
-		Path: Path{
-			PathRecord: rdma.PathRecord{PKey: c.pkey, SGID: pri.RemoteGID, DGID: pri.LocalGID,
-				SLID: pri.RemoteLID, DLID: pri.LocalLID, FlowLabel: pri.FlowLabel,
-				TrafficClass: pri.TrafficClass, HopLimit: from.HopLimit, SL: pri.SL, Rate: pri.PacketRate,
-				MTU: c.pathMTU, PacketLifeTime: plt},
-			Port: from.Port, PKeyIndex: from.PKeyIndex, SGIDIndex: from.SGIDIndex, RoCE: true,
-		},
-	}
 	pd := v.PrivateData()
 	ok := c.qpType != 0 && c.qpType == l.listen.qpType
+	var hasIP bool
+	var src, dst netip.AddrPort
 	if ok && l.listen.ip {
-		pd, ok = e.checkIPHeader(l, pd, &info.HasIP, &info.Src, &info.Dst)
-		info.PortSpace = l.listen.ps
+		pd, ok = e.checkIPHeader(l, pd, &hasIP, &src, &dst)
 	}
 	if !ok {
 		_ = e.sendRejLocked(c, mad.RejectConsumerDefined, nil, nil)
@@ -178,8 +166,22 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	// The rdma_cm draws the ID's PSN (seq_num) when the ID is created.
 	c.rqPSN = e.cfg.Source.PSN() & 0xffffff
 
-	e.event(Event{Type: EventConnectRequest, ID: ID(c.localID), Listener: ID(l.localID), Context: c.context,
-		PrivateData: e.keep(pd), ECE: v.ECE(), Conn: info})
+	// The event is filled in place (newEvent).
+	ev := e.wideEvent(EventConnectRequest, c)
+	ev.Listener, ev.PrivateData, ev.ECE = ID(l.localID), e.keep(pd), v.ECE()
+	in := &ev.Conn
+	in.RemoteCommID, in.ServiceID, in.RemoteCAGUID, in.RemoteQPN = c.remoteID, c.serviceID, c.remoteCAGUID, c.remoteQPN
+	in.StartingPSN, in.ResponderResources = c.sqPSN, c.responderResources
+	in.InitiatorDepth, in.RetryCount, in.RNRRetryCount = c.initiatorDepth, c.retryCount, c.rnrRetryCount
+	in.FlowControl, in.SRQ, in.TransportType = v.EndToEndFlowControl(), v.SRQ(), c.transport
+	p := &in.Path
+	p.PKey, p.SGID, p.DGID, p.SLID, p.DLID = c.pkey, pri.RemoteGID, pri.LocalGID, pri.RemoteLID, pri.LocalLID
+	p.FlowLabel, p.TrafficClass, p.HopLimit, p.SL = pri.FlowLabel, pri.TrafficClass, from.HopLimit, pri.SL
+	p.Rate, p.MTU, p.PacketLifeTime = pri.PacketRate, c.pathMTU, plt
+	p.Port, p.PKeyIndex, p.SGIDIndex, p.RoCE = from.Port, from.PKeyIndex, from.SGIDIndex, true
+	if hasIP {
+		in.HasIP, in.PortSpace, in.Src, in.Dst = true, l.listen.ps, src, dst
+	}
 	// The rdma_cm arms a delayed MRA once the request is reported.
 	c.serviceTimeout = e.cfg.MRAServiceTimeout
 	e.setState(c, StateMRAREQSent)
@@ -332,10 +334,7 @@ func (e *Engine) MRA(now time.Time, id ID, serviceTimeout uint8, privateData []b
 	e.sendMRA(c, c.addr, what, serviceTimeout, privateData)
 	e.setState(c, next)
 	c.serviceTimeout = serviceTimeout
-	c.privateData = append([]byte(nil), privateData...)
-	if len(privateData) == 0 {
-		c.privateData = nil
-	}
+	c.keepPrivate(privateData)
 	return nil
 }
 
@@ -348,7 +347,7 @@ func (e *Engine) recvRTU(v mad.RTUView) {
 	}
 	e.setState(c, StateEstablished)
 	e.cancelMsg(c)
-	e.event(Event{Type: EventEstablished, ID: ID(c.localID), Context: c.context, PrivateData: e.keep(v.PrivateData())})
+	e.newEvent(EventEstablished, c).PrivateData = e.keep(v.PrivateData())
 }
 
 // Notify reports that the QP received its first packet before the RTU
@@ -369,7 +368,7 @@ func (e *Engine) Notify(now time.Time, id ID) error {
 	}
 	e.setState(c, StateEstablished)
 	e.cancelMsg(c)
-	e.event(Event{Type: EventEstablished, ID: ID(c.localID), Context: c.context})
+	e.bareEvent(EventEstablished, c)
 	return nil
 }
 

@@ -1,83 +1,92 @@
 package engine
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
-// collidingGUID returns a GUID g2 such that (g2, id2) folds to the same
-// 64 bits as (g1, id1).
-func collidingGUID(g1 uint64, id1, id2 uint32) uint64 {
-	const m = 0x9e3779b97f4a7c15
-	inv := uint64(m) // Newton's iteration for m's inverse mod 2^64
-	for range 6 {
-		inv *= 2 - m*inv
+// TestRemoteTableAgainstMap runs random inserts, gets and removes against
+// a map, over few GUIDs and a small number range (long probe runs,
+// wrap-around) and over whole 64- and 32-bit values, checking the table
+// after every hundred steps.
+func TestRemoteTableAgainstMap(t *testing.T) {
+	for _, qpn := range []bool{false, true} {
+		for _, span := range []uint32{64, 0} {
+			r := rand.New(rand.NewPCG(7, uint64(span)))
+			draw := func() remoteKey {
+				if span == 0 {
+					return remoteKey{r.Uint64(), r.Uint32()}
+				}
+				return remoteKey{uint64(r.IntN(3)) << 40, r.Uint32N(span)}
+			}
+			runRemoteTable(t, newRemoteTable(qpn), draw, r, 100000)
+		}
 	}
-	return g1 - (uint64(id2)-uint64(id1))*inv
 }
 
-// TestRemoteTableCollisions drives a table through pairs whose folds
-// collide: the second goes to the slow part, every pair stays reachable,
-// duplicates are found in either part, and removal leaves no stale entry.
-func TestRemoteTableCollisions(t *testing.T) {
+// TestRemoteTableFullCollisions gives a table the seed that makes every
+// pair with one GUID hash alike (mum's zero operand): the pairs then share
+// one probe run, and each is still told apart by its key.
+func TestRemoteTableFullCollisions(t *testing.T) {
+	const g = 0x0002c90300a1b2c3
 	for _, qpn := range []bool{false, true} {
-		e := &Engine{conns: newIDTable()}
 		tab := newRemoteTable(qpn)
-		mk := func(local uint32, guid uint64, id uint32) *conn {
-			c := &conn{localID: local, remoteCAGUID: guid, remoteID: id, remoteQPN: id}
+		tab.seed[0] = g ^ 0xe7037ed1a0b428db
+		if tab.hash(remoteKey{g, 1}) != tab.hash(remoteKey{g, 2}) {
+			t.Fatal("the crafted seed does not make the pairs collide")
+		}
+		r := rand.New(rand.NewPCG(3, 4))
+		draw := func() remoteKey { return remoteKey{g, r.Uint32N(200)} }
+		runRemoteTable(t, tab, draw, r, 20000)
+	}
+}
+
+func runRemoteTable(t *testing.T, tab remoteTable, draw func() remoteKey, r *rand.Rand, steps int) {
+	t.Helper()
+	e := &Engine{conns: newIDTable()}
+	ref := map[remoteKey]*conn{}
+	in := map[*conn]bool{}
+	next := uint32(1)
+	for step := range steps {
+		k := draw()
+		switch op := r.IntN(10); {
+		case op < 4 && len(ref) < 2000:
+			c := &conn{localID: next, remoteCAGUID: k.guid, remoteID: k.id, remoteQPN: k.id}
+			next++
 			e.conns.put(c)
-			return c
-		}
-		const g1, id1, id2 = 0x0002c90300a1b2c3, 0x1234, 0x99887766
-		g2 := collidingGUID(g1, id1, id2)
-		if fold(remoteKey{g1, id1}) != fold(remoteKey{g2, id2}) {
-			t.Fatal("test keys do not collide")
-		}
-		c1, c2 := mk(1, g1, id1), mk(2, g2, id2)
-		slowOf := map[*conn]bool{}
-		in := func(c *conn) (bool, bool) { s, ok := slowOf[c]; return ok, s }
-		for _, c := range []*conn{c1, c2} {
-			old, slow := tab.insert(c)
-			if old != nil {
-				t.Fatalf("qpn %v: insert %d found %d", qpn, c.localID, old.localID)
+			old := tab.insert(c)
+			if old != ref[k] {
+				t.Fatalf("qpn %v step %d: insert %v found %p, want %p", tab.qpn, step, k, old, ref[k])
 			}
-			slowOf[c] = slow
+			if old == nil {
+				ref[k], in[c] = c, true
+			}
+		case op < 7:
+			if c := ref[k]; c != nil {
+				tab.remove(c)
+				delete(ref, k)
+				delete(in, c)
+				e.conns.remove(c.localID)
+			}
+		default:
+			if got := tab.get(k); got != ref[k] {
+				t.Fatalf("qpn %v step %d: get(%v) = %p, want %p", tab.qpn, step, k, got, ref[k])
+			}
 		}
-		if slowOf[c1] || !slowOf[c2] {
-			t.Fatalf("qpn %v: slow parts %v %v, want false true", qpn, slowOf[c1], slowOf[c2])
+		if tab.len() != len(ref) {
+			t.Fatalf("qpn %v step %d: len %d, want %d", tab.qpn, step, tab.len(), len(ref))
 		}
-		if !tab.check(e, in) || tab.len() != 2 {
-			t.Fatalf("qpn %v: check failed or len %d", qpn, tab.len())
+		if step%100 == 0 && !tab.check(e, func(c *conn) bool { return in[c] }) {
+			t.Fatalf("qpn %v step %d: check failed", tab.qpn, step)
 		}
-		if tab.get(tab.keyOf(c1)) != c1 || tab.get(tab.keyOf(c2)) != c2 || tab.get(remoteKey{g2, id1}) != nil {
-			t.Fatalf("qpn %v: lookups wrong", qpn)
+	}
+	for k, c := range ref {
+		if tab.get(k) != c {
+			t.Fatalf("qpn %v: %v lost", tab.qpn, k)
 		}
-		if old, _ := tab.insert(mk(3, g2, id2)); old != c2 {
-			t.Fatalf("qpn %v: duplicate of the slow entry not found", qpn)
-		}
-		if old, _ := tab.insert(mk(4, g1, id1)); old != c1 {
-			t.Fatalf("qpn %v: duplicate of the fast entry not found", qpn)
-		}
-		// With the fast slot free, the slow entry is still found, and a
-		// new pair with its key is refused.
-		tab.remove(c1, slowOf[c1])
-		delete(slowOf, c1)
-		if tab.get(tab.keyOf(c2)) != c2 || tab.get(tab.keyOf(c1)) != nil {
-			t.Fatalf("qpn %v: lookups after removal wrong", qpn)
-		}
-		if old, _ := tab.insert(mk(5, g2, id2)); old != c2 {
-			t.Fatalf("qpn %v: duplicate of the slow entry lost after the fast one left", qpn)
-		}
-		c6 := mk(6, g1, id1)
-		old, slow := tab.insert(c6)
-		if old != nil || slow {
-			t.Fatalf("qpn %v: reinsert got %v slow %v", qpn, old, slow)
-		}
-		slowOf[c6] = slow
-		if !tab.check(e, in) {
-			t.Fatalf("qpn %v: check failed", qpn)
-		}
-		tab.remove(c2, true)
-		tab.remove(c6, false)
-		if tab.len() != 0 {
-			t.Fatalf("qpn %v: %d entries left", qpn, tab.len())
-		}
+		tab.remove(c)
+	}
+	if tab.len() != 0 {
+		t.Fatalf("qpn %v: %d entries left", tab.qpn, tab.len())
 	}
 }

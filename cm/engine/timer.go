@@ -2,22 +2,33 @@ package engine
 
 import "time"
 
-// timerHeap is a min-heap of connections by deadline. Each connection has
-// at most one timer: its outstanding MAD's retransmission, or TimeWait.
-// heapIdx makes removal O(log n).
-type timerHeap []*conn
+// timerHeap is a 4-ary min-heap of connections by deadline. Each
+// connection has at most one timer: its outstanding MAD's
+// retransmission, or TimeWait. heapIdx makes removal O(log n). Each entry
+// carries its deadline, so sifting compares entries without reading the
+// conns (TimeWait keeps thousands of them cold); a conn is written only
+// when its entry moves, and four children per node halve the levels an
+// entry moves through.
+type timerHeap []timerEntry
+
+const heapArity = 4
+
+type timerEntry struct {
+	deadline int64 // Engine.now scale
+	c        *conn
+}
 
 func (h timerHeap) less(i, j int) bool { return h[i].deadline < h[j].deadline }
 
 func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = int32(i)
-	h[j].heapIdx = int32(j)
+	h[i].c.heapIdx = int32(i)
+	h[j].c.heapIdx = int32(j)
 }
 
 func (h timerHeap) up(j int) {
 	for j > 0 {
-		i := (j - 1) / 2
+		i := (j - 1) / heapArity
 		if !h.less(j, i) {
 			break
 		}
@@ -29,13 +40,15 @@ func (h timerHeap) up(j int) {
 func (h timerHeap) down(i int) bool {
 	i0, n := i, len(h)
 	for {
-		l := 2*i + 1
+		l := heapArity*i + 1
 		if l >= n {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && h.less(r, l) {
-			j = r
+		j := l // the earliest child
+		for k := l + 1; k < min(l+heapArity, n); k++ {
+			if h.less(k, j) {
+				j = k
+			}
 		}
 		if !h.less(j, i) {
 			break
@@ -46,9 +59,9 @@ func (h timerHeap) down(i int) bool {
 	return i > i0
 }
 
-func (h *timerHeap) push(c *conn) {
+func (h *timerHeap) push(c *conn, deadline int64) {
 	c.heapIdx = int32(len(*h))
-	*h = append(*h, c)
+	*h = append(*h, timerEntry{deadline, c})
 	h.up(len(*h) - 1)
 }
 
@@ -59,7 +72,7 @@ func (h *timerHeap) remove(c *conn) {
 	if i != n {
 		old.swap(i, n)
 	}
-	old[n] = nil
+	old[n] = timerEntry{}
 	*h = old[:n]
 	if i != n {
 		if !h.down(i) {
@@ -69,21 +82,35 @@ func (h *timerHeap) remove(c *conn) {
 	c.heapIdx = -1
 }
 
-// arm sets c's timer to fire d from now.
+// arm sets c's timer to fire d from now. Every change to the heap goes
+// through arm and disarm, which note when the earliest timer may have
+// changed (Deadline): only when c's entry is, or becomes, the root. A
+// removal elsewhere cannot make a new root: the entry moved into the gap
+// is not earlier than the root.
 func (e *Engine) arm(c *conn, d time.Duration) {
 	t := e.now + int64(d)
-	c.deadline = t
 	if c.heapIdx >= 0 {
-		if !e.timers.down(int(c.heapIdx)) {
-			e.timers.up(int(c.heapIdx))
+		i := int(c.heapIdx)
+		if i == 0 {
+			e.rootMoved = true
 		}
-		return
+		e.timers[i].deadline = t
+		if !e.timers.down(i) {
+			e.timers.up(i)
+		}
+	} else {
+		e.timers.push(c, t)
 	}
-	e.timers.push(c)
+	if c.heapIdx == 0 {
+		e.rootMoved = true
+	}
 }
 
 func (e *Engine) disarm(c *conn) {
 	if c.heapIdx >= 0 {
+		if c.heapIdx == 0 {
+			e.rootMoved = true
+		}
 		e.timers.remove(c)
 	}
 }

@@ -434,8 +434,11 @@ func (f *Fabric) policy(n *Node, ev *engine.Event) {
 	default:
 		return
 	}
-	f.acts = append(f.acts, policyAct{kind: ev.Type, id: ev.ID, resp: ev.Conn.ResponderResources,
-		init: ev.Conn.InitiatorDepth, ece: ev.ECE})
+	a := policyAct{kind: ev.Type, id: ev.ID}
+	if ev.Type == engine.EventConnectRequest { // only Accept reads the rest
+		a.resp, a.init, a.ece = ev.Conn.ResponderResources, ev.Conn.InitiatorDepth, ev.ECE
+	}
+	f.acts = append(f.acts, a)
 }
 
 // act carries out a queued policy action.
@@ -479,9 +482,15 @@ func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
 	f.stats.Sent++
 	down := f.linkDown(i, j)
 	if !down && len(f.faults) == 0 && f.Latency == 0 && (len(f.heap) == 0 || f.heap[0].at.After(f.Now)) {
-		f.fifo = append(f.fifo, packet{})
-		q := &f.fifo[len(f.fifo)-1] // filled in place: one copy of the MAD
-		q.at, q.seq, q.from, q.to, q.retry, q.mad = f.Now, f.seq, i, j, retry, *m
+		// Filled in place, every field: one copy of the MAD, no zeroing.
+		if n := len(f.fifo); n < cap(f.fifo) {
+			f.fifo = f.fifo[:n+1]
+		} else {
+			f.fifo = append(f.fifo, packet{})
+		}
+		q := &f.fifo[len(f.fifo)-1]
+		q.at, q.seq, q.from, q.to, q.retry, q.dup = f.Now, f.seq, i, j, retry, false
+		q.mad = *m // alone: in a tuple assignment it would be copied twice
 		f.seq++
 		return
 	}
