@@ -240,7 +240,17 @@ func report(b *testing.B, name string, res map[string][]sample, base map[string]
 		name, benchstat.Median(cu), benchstat.Median(cg), med("c", 0), med("c", 1),
 		benchstat.Median(gu), benchstat.Median(gg), med("go", 0), med("go", 1),
 		benchstat.Median(ratio), lo, hi, len(ratio))
+	// The rounds themselves, for pooling runs and judging the spread.
+	fmt.Printf("%-14s rounds: C usec/xfer %s | Go usec/xfer %s\n", "", floats(cu), floats(gu))
 	b.ReportMetric(benchstat.Median(ratio), name+"-go/c")
 	b.ReportMetric(med("c", 0), name+"-c-cpu-us/xfer")
 	b.ReportMetric(med("go", 0), name+"-go-cpu-us/xfer")
+}
+
+func floats(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	return strings.Join(s, " ")
 }
