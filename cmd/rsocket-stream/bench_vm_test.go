@@ -242,6 +242,7 @@ func report(b *testing.B, name string, res map[string][]sample, base map[string]
 		benchstat.Median(ratio), lo, hi, len(ratio))
 	// The rounds themselves, for pooling runs and judging the spread.
 	fmt.Printf("%-14s rounds: C usec/xfer %s | Go usec/xfer %s\n", "", floats(cu), floats(gu))
+	fmt.Printf("%-14s rounds: C cpu %s / %s | Go cpu %s / %s\n", "", floats(cpu["c"][0]), floats(cpu["c"][1]), floats(cpu["go"][0]), floats(cpu["go"][1]))
 	b.ReportMetric(benchstat.Median(ratio), name+"-go/c")
 	b.ReportMetric(med("c", 0), name+"-c-cpu-us/xfer")
 	b.ReportMetric(med("go", 0), name+"-go-cpu-us/xfer")
