@@ -63,11 +63,13 @@ func BenchmarkRsocketStreamVM(b *testing.B) {
 		xfers       int // iterations × count × 2, rstream's divisor
 	}
 	setup := benchCase{"setup", "-S 64 -C 1 -I 1", 2}
+	// Runs of a few seconds: the setup run's spread (tens of ms of CPU
+	// in these guests) stays small per transfer.
 	cases := []benchCase{
-		{"lat-64", "-S 64 -C 1 -I 500", 1000},
-		{"lat-4k", "-S 4096 -C 1 -I 300", 600},
-		{"bw-64k", "-S 65536 -C 100 -I 1", 200},
-		{"bw-1m", "-S 1048576 -C 10 -I 1", 20},
+		{"lat-64", "-S 64 -C 1 -I 2000", 4000},
+		{"lat-4k", "-S 4096 -C 1 -I 1000", 2000},
+		{"bw-64k", "-S 65536 -C 400 -I 1", 800},
+		{"bw-1m", "-S 1048576 -C 40 -I 1", 80},
 	}
 	if s := os.Getenv("BENCH_CASES"); s != "" {
 		want := strings.Fields(s)
@@ -208,6 +210,7 @@ func reportSetup(b *testing.B, name string, res map[string][]sample) map[string]
 			cli, srv = append(cli, r.cpu.cli), append(srv, r.cpu.srv)
 		}
 		base[who] = cpuPair{benchstat.Median(cli), benchstat.Median(srv)}
+		fmt.Printf("%-14s rounds: %s cpu %s / %s\n", "", who, floats(cli), floats(srv))
 	}
 	fmt.Printf("%-14s C cpu %8.0f / %8.0f usec | Go cpu %8.0f / %8.0f usec (client / server, per run, %d rounds)\n",
 		name, base["c"].cli, base["c"].srv, base["go"].cli, base["go"].srv, len(res["c"]))
