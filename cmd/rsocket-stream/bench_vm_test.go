@@ -204,16 +204,17 @@ func parseRow(b *testing.B, out string) (usec, gbps float64) {
 // returns it per side.
 func reportSetup(b *testing.B, name string, res map[string][]sample) map[string]cpuPair {
 	base := map[string]cpuPair{}
-	for _, who := range []string{"c", "go"} {
-		var cli, srv []float64
+	var rounds [2][2][]float64 // c, go × client, server
+	for i, who := range []string{"c", "go"} {
 		for _, r := range res[who] {
-			cli, srv = append(cli, r.cpu.cli), append(srv, r.cpu.srv)
+			rounds[i][0], rounds[i][1] = append(rounds[i][0], r.cpu.cli), append(rounds[i][1], r.cpu.srv)
 		}
-		base[who] = cpuPair{benchstat.Median(cli), benchstat.Median(srv)}
-		fmt.Printf("%-14s rounds: %s cpu %s / %s\n", "", who, floats(cli), floats(srv))
+		base[who] = cpuPair{benchstat.Median(rounds[i][0]), benchstat.Median(rounds[i][1])}
 	}
 	fmt.Printf("%-14s C cpu %8.0f / %8.0f usec | Go cpu %8.0f / %8.0f usec (client / server, per run, %d rounds)\n",
 		name, base["c"].cli, base["c"].srv, base["go"].cli, base["go"].srv, len(res["c"]))
+	fmt.Printf("%-14s rounds: C cpu %s / %s | Go cpu %s / %s\n", "",
+		floats(rounds[0][0]), floats(rounds[0][1]), floats(rounds[1][0]), floats(rounds[1][1]))
 	return base
 }
 
