@@ -2,11 +2,10 @@ package main
 
 // verbs-pingpong against the real ibv_rc_pingpong, in the vmtest guests
 // (this binary runs in guest a, 192.0.2.1; guest b, 192.0.2.2, is the
-// peer), and the benchmark comparing them:
+// peer); bench_guest_test.go compares their speed:
 //
 //	go build -o /tmp/vmexec ./internal/vmtest/cmd/vmexec
 //	CGO_ENABLED=0 go test -count=1 -v -exec /tmp/vmexec ./cmd/verbs-pingpong/
-//	CGO_ENABLED=0 go test -count=1 -run '^$' -bench GuestPingPong -benchtime 5x -exec /tmp/vmexec ./cmd/verbs-pingpong/
 
 import (
 	"context"
@@ -256,62 +255,4 @@ func TestGuestAgainstIbvSrqPingpong(t *testing.T) {
 			t.Logf("server (%s):\n%sclient (%s):\n%s", srvName, srvOut, cliName, cliOut)
 		})
 	}
-}
-
-// BenchmarkGuestPingPong compares ibv_rc_pingpong (A) with verbs-pingpong
-// (B), each against itself across the two guests, with 64-byte and 4 KiB
-// messages and 1,000 iterations, alternating A B A B: each of b.N rounds
-// runs A then B for both sizes. The metrics are the clients' usec/iter
-// (median and minimum over the rounds) and the ratios B/A of both; every
-// run is also printed on stderr. Sub-benchmark poll is the programs'
-// default (busy polling the CQ); events adds -e (sleep on the completion
-// channel).
-func BenchmarkGuestPingPong(b *testing.B) {
-	guest.Require(b)
-	b.Run("poll", func(b *testing.B) { benchPingPong(b, "") })
-	b.Run("events", func(b *testing.B) { benchPingPong(b, " -e") })
-}
-
-func benchPingPong(b *testing.B, extra string) {
-	ga := gidIndex(b, guest.Local(), guest.Local().Addr)
-	gb := gidIndex(b, guest.Peer(), guest.Peer().Addr)
-	sizes := []int{64, 4096}
-	runs := map[string][]float64{}
-	port := 19000
-	for i := 0; i < b.N; i++ {
-		for _, size := range sizes {
-			for _, goImpl := range []bool{false, true} {
-				common := fmt.Sprintf("-d rxe0 -n 1000 -s %d%s", size, extra)
-				port++
-				_, cli := pair(b, side{goImpl, fmt.Sprintf("%s -g %d", common, gb), false}, side{goImpl, fmt.Sprintf("%s -g %d", common, ga), false}, port)
-				m := usecRe.FindStringSubmatch(cli)
-				if m == nil {
-					b.Fatalf("no summary:\n%s", cli)
-				}
-				us, _ := strconv.ParseFloat(m[3], 64)
-				key := fmt.Sprintf("%s-%dB", map[bool]string{false: "C", true: "Go"}[goImpl], size)
-				runs[key] = append(runs[key], us)
-				fmt.Fprintf(os.Stderr, "bench %s N=%d round %d %s: %.2f usec/iter\n", b.Name(), b.N, i+1, key, us)
-			}
-		}
-	}
-	for _, size := range sizes {
-		c, g := runs[fmt.Sprintf("C-%dB", size)], runs[fmt.Sprintf("Go-%dB", size)]
-		cMed, gMed, cMin, gMin := median(c), median(g), slices.Min(c), slices.Min(g)
-		b.ReportMetric(cMed, fmt.Sprintf("C-med-us/iter-%dB", size))
-		b.ReportMetric(gMed, fmt.Sprintf("Go-med-us/iter-%dB", size))
-		b.ReportMetric(gMed/cMed, fmt.Sprintf("Go/C-med-%dB", size))
-		b.ReportMetric(cMin, fmt.Sprintf("C-min-us/iter-%dB", size))
-		b.ReportMetric(gMin, fmt.Sprintf("Go-min-us/iter-%dB", size))
-		b.ReportMetric(gMin/cMin, fmt.Sprintf("Go/C-min-%dB", size))
-	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
