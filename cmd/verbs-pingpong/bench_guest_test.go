@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,11 @@ func BenchmarkGuestPingPong(b *testing.B) {
 			b.ReportMetric(benchstat.Median(ratio), name+"-go/c")
 		}
 	}
+	if *benchStacks {
+		for _, m := range modes {
+			fmt.Print(r.syscallStacks(fmt.Sprintf("-d rxe0 -n %d -s 64%s", iters, m.flags), "go "+m.name+"-64B", iters))
+		}
+	}
 	if !*benchSyscalls {
 		return
 	}
@@ -106,6 +112,7 @@ var (
 	benchRounds   = flag.Int("pingpong.rounds", 4, "BenchmarkGuestPingPong: rounds (each runs every case in C and in Go)")
 	benchIters    = flag.Int("pingpong.iters", 1000, "BenchmarkGuestPingPong: iterations per run")
 	benchSyscalls = flag.Bool("pingpong.syscalls", true, "BenchmarkGuestPingPong: count the syscalls per iteration after the rounds")
+	benchStacks   = flag.Bool("pingpong.stacks", false, "BenchmarkGuestPingPong: print where the Go client's syscalls come from (user stacks, 64 B)")
 	benchGoEnv    = flag.String("pingpong.goenv", "", "BenchmarkGuestPingPong: `K=V ...` for both Go sides (e.g. GOMAXPROCS=2), for experiments")
 )
 
@@ -192,11 +199,7 @@ const tracefs = "/sys/kernel/tracing"
 // the counts by syscall name and removes the histogram.
 func startSyscallCount(b *testing.B, comm string) (stop func() map[string]int) {
 	b.Helper()
-	if _, err := os.Stat(tracefs + "/events"); err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "none", tracefs).CombinedOutput(); err != nil {
-			b.Fatalf("mount tracefs: %v\n%s", err, out)
-		}
-	}
+	mountTracefs(b)
 	trigFile := tracefs + "/events/raw_syscalls/sys_enter/trigger"
 	trig := fmt.Sprintf(`hist:keys=id.syscall:sort=hitcount:size=2048 if comm == "%s"`, comm)
 	if err := appendFile(trigFile, trig); err != nil {
@@ -218,6 +221,114 @@ func startSyscallCount(b *testing.B, comm string) (stop func() map[string]int) {
 		return calls
 	}
 }
+
+// mountTracefs mounts tracefs unless the guest has.
+func mountTracefs(b *testing.B) {
+	b.Helper()
+	if _, err := os.Stat(tracefs + "/events"); err != nil {
+		if out, err := exec.Command("mount", "-t", "tracefs", "none", tracefs).CombinedOutput(); err != nil {
+			b.Fatalf("mount tracefs: %v\n%s", err, out)
+		}
+	}
+}
+
+// syscallStacks runs one Go pair with args and returns where the
+// client's syscalls came from, per iteration: ftrace's user stack trace
+// of every syscall entry, symbolized here, as the client is this very
+// binary (static, so at the same addresses). Tracing the stacks makes
+// every syscall longer, so these counts are not the table's.
+func (r *benchRig) syscallStacks(args, name string, iters int) string {
+	b := r.b
+	b.Helper()
+	mountTracefs(b)
+	w := func(file, s string) {
+		if err := os.WriteFile(tracefs+"/"+file, []byte(s), 0); err != nil {
+			b.Fatalf("ftrace %s: %v", file, err)
+		}
+	}
+	enters, err := filepath.Glob(tracefs + "/events/syscalls/sys_enter_*")
+	if err != nil || len(enters) == 0 {
+		b.Fatalf("ftrace: no syscall events (%v)", err)
+	}
+	w("tracing_on", "0")
+	w("trace", "")
+	w("buffer_size_kb", "16384")
+	w("options/userstacktrace", "1")
+	for _, e := range enters {
+		e = strings.TrimPrefix(e, tracefs+"/")
+		w(e+"/filter", `comm == "verbs-pingpong"`)
+		w(e+"/enable", "1")
+	}
+	w("tracing_on", "1")
+	r.run(true, args, false)
+	w("tracing_on", "0")
+	for _, e := range enters {
+		e = strings.TrimPrefix(e, tracefs+"/")
+		w(e+"/enable", "0")
+		w(e+"/filter", "0")
+	}
+	w("options/userstacktrace", "0")
+	trace, err := os.ReadFile(tracefs + "/trace")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w("trace", "")
+	// Counted from the first send doorbell, where the timed loop starts:
+	// the setup's sysfs reads would swamp the rest.
+	counts := map[string]int{}
+	key, started := "", false
+	flush := func() {
+		started = started || strings.Contains(key, "ring")
+		if key != "" && started {
+			counts[key]++
+		}
+		key = ""
+	}
+	for _, line := range strings.Split(string(trace), "\n") {
+		if m := sysEnterRe.FindStringSubmatch(line); m != nil {
+			flush()
+			key = m[1] + ":"
+			continue
+		}
+		m := userPCRe.FindStringSubmatch(line)
+		if m == nil || key == "" || strings.Count(key, " < ") >= 4 {
+			continue
+		}
+		pc, _ := strconv.ParseUint(m[1], 16, 64)
+		fn := "?"
+		if f := runtime.FuncForPC(uintptr(pc)); f != nil {
+			fn = f.Name()[strings.LastIndexByte(f.Name(), '/')+1:]
+			fn = strings.TrimPrefix(fn, "runtime.")
+		}
+		if strings.HasSuffix(key, ":") {
+			key += " " + fn
+		} else {
+			key += " < " + fn
+		}
+	}
+	flush()
+	type row struct {
+		key string
+		n   int
+	}
+	var rows []row
+	for k, n := range counts {
+		rows = append(rows, row{k, n})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return b.n - a.n })
+	var sb strings.Builder
+	for _, r := range rows {
+		if float64(r.n)/float64(iters) >= 0.05 {
+			fmt.Fprintf(&sb, "stacks %s %.2f/iter %s\n", name, float64(r.n)/float64(iters), r.key)
+		}
+	}
+	return sb.String()
+}
+
+var (
+	sysEnterRe = regexp.MustCompile(`: sys_(\w+)\(`)
+	userPCRe   = regexp.MustCompile(`^\s*=>\s+<([0-9a-f]+)>`)
+)
 
 // histRe is one row of the histogram: "{ id: sys_read [  0] } hitcount: 12".
 var histRe = regexp.MustCompile(`id: (\S+)\s+\[\s*\d+\]\s*\}\s*hitcount:\s*(\d+)`)
