@@ -273,12 +273,12 @@ func (r *benchRig) syscallStacks(args, name string, iters int) string {
 		b.Fatal(err)
 	}
 	w("trace", "")
-	// Counted from the first send doorbell, where the timed loop starts:
+	// Counted from the first send doorbell (rxe), where the timed loop starts:
 	// the setup's sysfs reads would swamp the rest.
 	counts := map[string]int{}
 	key, started := "", false
 	flush := func() {
-		started = started || strings.Contains(key, "ring")
+		started = started || strings.Contains(key, "(*rxeQP).ring")
 		if key != "" && started {
 			counts[key]++
 		}
