@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -362,6 +363,37 @@ func randomPSN() uint32 {
 	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
 }
 
+// yielder passes the loop's goroutine through the scheduler every few
+// milliseconds. A goroutine not rescheduled for 10 ms has its P taken by
+// sysmon at each syscall sysmon sees it in, however short, even with
+// idle Ps (a futex wake of another thread, its parking, sysmon's deep
+// sleep and the wake that ends it: about four futex calls and a
+// nanosleep per wait), and is preempted by a signal when in Go code. A
+// Gosched costs one thread wake when a P is idle, once per period.
+type yielder struct {
+	last  time.Time // monotonic: Since reads one clock
+	polls int
+}
+
+// yieldPeriod stays well under sysmon's 10 ms (forcePreemptNS), which it
+// checks only at its own ticks.
+const yieldPeriod = 5 * time.Millisecond
+
+func (y *yielder) check() {
+	if time.Since(y.last) >= yieldPeriod {
+		runtime.Gosched()
+		y.last = time.Now()
+	}
+}
+
+// spin is check for a busy poll, reading the clock every 1,024 empty
+// polls only.
+func (y *yielder) spin() {
+	if y.polls++; y.polls&1023 == 0 {
+		y.check()
+	}
+}
+
 // result is what a run measured.
 type result struct {
 	bytes int64
@@ -450,7 +482,9 @@ func run(o options, stdout io.Writer) (result, error) {
 		wc = make([]uverbs.WC, o.rxDepth+o.numQP)
 	}
 	var cqs [1]*uverbs.CQ
+	y := yielder{last: start}
 	for rcnt < o.iters || scnt < o.iters {
+		y.check()
 		if o.events {
 			if _, err := p.ch.WaitBlocking(cqs[:0]); err != nil {
 				return res, fmt.Errorf("failed to get cq_event: %w", err)
@@ -467,6 +501,7 @@ func run(o options, stdout io.Writer) (result, error) {
 			if o.events || ne > 0 {
 				break
 			}
+			y.spin()
 		}
 		for i := 0; i < ne; i++ {
 			w := &wc[i]
