@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,10 +29,10 @@ import (
 // ibv_rc_pingpong does from the in-memory root. It prints, per case, the
 // medians of the clients' usec/iter and the median of the per-round Go/C
 // ratios with its 95% bootstrap interval; then the client's syscalls per
-// iteration, per syscall, counted by guest a's ftrace (no ptrace, so the
-// runtime sees syscalls as long as they are untraced) over a run of
-// -pingpong.iters iterations less one of a tenth of that, which cancels
-// the setup's.
+// iteration, per syscall, from one more run each, recorded by guest a's
+// ftrace (no ptrace: the runtime sees syscalls as long as untraced)
+// between the first and the last send doorbell (rxe's POST_SEND write,
+// one per iteration in both programs), so the setup is left out.
 //
 //	CGO_ENABLED=0 go build -o bin/vmexec ./internal/vmtest/cmd/vmexec
 //	CGO_ENABLED=0 go test -run '^$' -bench GuestPingPong -benchtime 1x -timeout 60m -exec "$PWD/bin/vmexec" ./cmd/verbs-pingpong/ -args -pingpong.rounds=6
@@ -67,7 +67,7 @@ func BenchmarkGuestPingPong(b *testing.B) {
 					k := key{m.name, size}
 					v := us[k]
 					for _, goImpl := range order {
-						u, _ := r.run(goImpl, fmt.Sprintf("-d rxe0 -n %d -s %d%s", iters, size, m.flags), false)
+						u := r.run(goImpl, fmt.Sprintf("-d rxe0 -n %d -s %d%s", iters, size, m.flags))
 						fmt.Fprintf(os.Stderr, "round %d %s-%dB %s: %.2f usec/iter\n", round+1, m.name, size, impl(goImpl), u)
 						v[b2i(goImpl)] = append(v[b2i(goImpl)], u)
 					}
@@ -92,20 +92,26 @@ func BenchmarkGuestPingPong(b *testing.B) {
 	}
 	if *benchStacks {
 		for _, m := range modes {
-			fmt.Print(r.syscallStacks(fmt.Sprintf("-d rxe0 -n %d -s 64%s", iters, m.flags), "go "+m.name+"-64B", iters))
+			_, stacks := r.traceSyscalls(true, fmt.Sprintf("-d rxe0 -n %d -s 64%s", iters, m.flags), true)
+			for _, row := range sortedRows(stacks) {
+				if row.v >= 0.05 {
+					fmt.Printf("stacks go %s-64B %.2f/iter %s\n", m.name, row.v, row.name)
+				}
+			}
 		}
 	}
 	if !*benchSyscalls {
 		return
 	}
-	short := max(iters/10, 1)
 	for _, m := range modes {
 		for _, size := range sizes {
 			for _, goImpl := range []bool{false, true} {
-				flags := func(n int) string { return fmt.Sprintf("-d rxe0 -n %d -s %d%s", n, size, m.flags) }
-				_, long := r.run(goImpl, flags(iters), true)
-				_, base := r.run(goImpl, flags(short), true)
-				fmt.Printf("syscalls/iter %s-%dB %-15s %s\n", m.name, size, impl(goImpl), perIter(long, base, iters-short))
+				var runs []map[string]float64
+				for range *benchTraces {
+					calls, _ := r.traceSyscalls(goImpl, fmt.Sprintf("-d rxe0 -n %d -s %d%s", iters, size, m.flags), false)
+					runs = append(runs, calls)
+				}
+				fmt.Printf("syscalls/iter %s-%dB %-15s %s\n", m.name, size, impl(goImpl), formatCalls(runs))
 			}
 		}
 	}
@@ -115,8 +121,9 @@ var (
 	benchRounds   = flag.Int("pingpong.rounds", 4, "BenchmarkGuestPingPong: rounds (each runs every case in C and in Go)")
 	benchIters    = flag.Int("pingpong.iters", 1000, "BenchmarkGuestPingPong: iterations per run")
 	benchSyscalls = flag.Bool("pingpong.syscalls", true, "BenchmarkGuestPingPong: count the syscalls per iteration after the rounds")
+	benchTraces   = flag.Int("pingpong.traces", 2, "BenchmarkGuestPingPong: runs per case that count syscalls")
 	benchStacks   = flag.Bool("pingpong.stacks", false, "BenchmarkGuestPingPong: print where the Go client's syscalls come from (user stacks, 64 B)")
-	benchGoEnv    = flag.String("pingpong.goenv", "", "BenchmarkGuestPingPong: `K=V ...` for both Go sides (e.g. GOMAXPROCS=2), for experiments")
+	benchGoEnv    = flag.String("pingpong.goenv", "", "BenchmarkGuestPingPong: `K=V ...` for both Go sides (e.g. GOMAXPROCS=2, or "+envYield+"=1h for no yield), for experiments")
 )
 
 // benchRig is what every run of the benchmark needs.
@@ -129,11 +136,9 @@ type benchRig struct {
 }
 
 // run runs one server in guest b and one client here, with args and the
-// guest's -g, and returns the client's usec/iter; with count, also the
-// syscalls the client made, by name, from an ftrace histogram. The
-// client starts once the server listens, so that no failed attempt adds
-// to the counts.
-func (r *benchRig) run(goImpl bool, args string, count bool) (float64, map[string]int) {
+// guest's -g, and returns the client's usec/iter. The client starts once
+// the server listens, so that no failed attempt adds to a trace.
+func (r *benchRig) run(goImpl bool, args string) float64 {
 	b := r.b
 	b.Helper()
 	r.port++
@@ -156,15 +161,7 @@ func (r *benchRig) run(goImpl bool, args string, count bool) (float64, map[strin
 	}
 	cli := exec.CommandContext(r.ctx, prog, append(strings.Fields(args), "-g", strconv.Itoa(r.ga), "-p", strconv.Itoa(r.port), peer.Addr)...)
 	cli.Env = append(os.Environ(), env...)
-	var stop func() map[string]int
-	if count {
-		stop = startSyscallCount(b, filepath.Base(prog))
-	}
 	out, err := cli.CombinedOutput()
-	var calls map[string]int
-	if stop != nil {
-		calls = stop()
-	}
 	if err != nil {
 		b.Fatalf("client %q: %v\n%s\nserver %q:\n%s%s", cli.String(), err, out, srvCmd, srv.Stdout(), srv.Stderr())
 	}
@@ -176,7 +173,7 @@ func (r *benchRig) run(goImpl bool, args string, count bool) (float64, map[strin
 		b.Fatalf("client %q: no summary:\n%s", cli.String(), out)
 	}
 	u, _ := strconv.ParseFloat(m[3], 64)
-	return u, calls
+	return u
 }
 
 // installBench copies this test binary into both guests' tmpfs and
@@ -197,50 +194,15 @@ func installBench(b *testing.B, ctx context.Context) string {
 
 const tracefs = "/sys/kernel/tracing"
 
-// startSyscallCount puts a histogram of the syscalls made by threads
-// named comm on raw_syscalls:sys_enter; the function it returns reads
-// the counts by syscall name and removes the histogram.
-func startSyscallCount(b *testing.B, comm string) (stop func() map[string]int) {
-	b.Helper()
-	mountTracefs(b)
-	trigFile := tracefs + "/events/raw_syscalls/sys_enter/trigger"
-	trig := fmt.Sprintf(`hist:keys=id.syscall:sort=hitcount:size=2048 if comm == "%s"`, comm)
-	if err := appendFile(trigFile, trig); err != nil {
-		b.Fatalf("ftrace hist trigger: %v", err)
-	}
-	return func() map[string]int {
-		hist, err := os.ReadFile(tracefs + "/events/raw_syscalls/sys_enter/hist")
-		if rerr := appendFile(trigFile, "!"+trig); err == nil {
-			err = rerr
-		}
-		if err != nil {
-			b.Fatalf("ftrace hist: %v", err)
-		}
-		calls := map[string]int{}
-		for _, m := range histRe.FindAllStringSubmatch(string(hist), -1) {
-			n, _ := strconv.Atoi(m[2])
-			calls[strings.TrimPrefix(m[1], "sys_")] += n
-		}
-		return calls
-	}
-}
-
-// mountTracefs mounts tracefs unless the guest has.
-func mountTracefs(b *testing.B) {
-	b.Helper()
-	if _, err := os.Stat(tracefs + "/events"); err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "none", tracefs).CombinedOutput(); err != nil {
-			b.Fatalf("mount tracefs: %v\n%s", err, out)
-		}
-	}
-}
-
-// syscallStacks runs one Go pair with args and returns where the
-// client's syscalls came from, per iteration: ftrace's user stack trace
-// of every syscall entry, symbolized here, as the client is this very
-// binary (static, so at the same addresses). Tracing the stacks makes
-// every syscall longer, so these counts are not the table's.
-func (r *benchRig) syscallStacks(args, name string, iters int) string {
+// traceSyscalls runs one pair with ftrace recording every syscall entry
+// of the client's threads (the named sys_enter_* events), with their user
+// stacks if stacks, and returns the syscalls per iteration by name and,
+// with stacks, by name and callers. It counts from the first send
+// doorbell to the last: the write of the length most writes have.
+// Stacks are symbolized here, the Go client being this very binary
+// (static, so at the same addresses); recording them makes every syscall
+// longer, so their counts are not the table's.
+func (r *benchRig) traceSyscalls(goImpl bool, args string, stacks bool) (calls, byStack map[string]float64) {
 	b := r.b
 	b.Helper()
 	mountTracefs(b)
@@ -253,17 +215,21 @@ func (r *benchRig) syscallStacks(args, name string, iters int) string {
 	if err != nil || len(enters) == 0 {
 		b.Fatalf("ftrace: no syscall events (%v)", err)
 	}
+	comm := "ibv_rc_pingpong"
+	if goImpl {
+		comm = filepath.Base(r.goProg)
+	}
 	w("tracing_on", "0")
 	w("trace", "")
-	w("buffer_size_kb", "16384")
-	w("options/userstacktrace", "1")
+	w("buffer_size_kb", "32768")
+	w("options/userstacktrace", map[bool]string{false: "0", true: "1"}[stacks])
 	for _, e := range enters {
 		e = strings.TrimPrefix(e, tracefs+"/")
-		w(e+"/filter", `comm == "verbs-pingpong"`)
+		w(e+"/filter", fmt.Sprintf("comm == %q", comm))
 		w(e+"/enable", "1")
 	}
 	w("tracing_on", "1")
-	r.run(true, args, false)
+	r.run(goImpl, args)
 	w("tracing_on", "0")
 	for _, e := range enters {
 		e = strings.TrimPrefix(e, tracefs+"/")
@@ -276,25 +242,18 @@ func (r *benchRig) syscallStacks(args, name string, iters int) string {
 		b.Fatal(err)
 	}
 	w("trace", "")
-	// Counted from the first send doorbell (rxe), where the timed loop starts:
-	// the setup's sysfs reads would swamp the rest.
-	counts := map[string]int{}
-	key, started := "", false
-	flush := func() {
-		started = started || strings.Contains(key, "(*rxeQP).ring")
-		if key != "" && started {
-			counts[key]++
-		}
-		key = ""
+	if m := lostRe.FindStringSubmatch(string(trace)); m == nil || m[1] != m[2] {
+		b.Fatalf("ftrace lost events: %q", m)
 	}
+	type event struct{ name, count, stack string }
+	var evs []event
 	for _, line := range strings.Split(string(trace), "\n") {
 		if m := sysEnterRe.FindStringSubmatch(line); m != nil {
-			flush()
-			key = m[1] + ":"
+			evs = append(evs, event{name: m[1], count: m[3]})
 			continue
 		}
 		m := userPCRe.FindStringSubmatch(line)
-		if m == nil || key == "" || strings.Count(key, " < ") >= 4 {
+		if m == nil || len(evs) == 0 || strings.Count(evs[len(evs)-1].stack, " < ") >= 4 {
 			continue
 		}
 		pc, _ := strconv.ParseUint(m[1], 16, 64)
@@ -303,67 +262,76 @@ func (r *benchRig) syscallStacks(args, name string, iters int) string {
 			fn = f.Name()[strings.LastIndexByte(f.Name(), '/')+1:]
 			fn = strings.TrimPrefix(fn, "runtime.")
 		}
-		if strings.HasSuffix(key, ":") {
-			key += " " + fn
+		e := &evs[len(evs)-1]
+		if e.stack == "" {
+			e.stack = fn
 		} else {
-			key += " < " + fn
+			e.stack += " < " + fn
 		}
 	}
-	flush()
-	type row struct {
-		key string
-		n   int
-	}
-	var rows []row
-	for k, n := range counts {
-		rows = append(rows, row{k, n})
-	}
-	slices.SortFunc(rows, func(a, b row) int { return b.n - a.n })
-	var sb strings.Builder
-	for _, r := range rows {
-		if float64(r.n)/float64(iters) >= 0.05 {
-			fmt.Fprintf(&sb, "stacks %s %.2f/iter %s\n", name, float64(r.n)/float64(iters), r.key)
+	writes := map[string]int{}
+	for _, e := range evs {
+		if e.name == "write" {
+			writes[e.count]++
 		}
 	}
-	return sb.String()
+	doorbell, most := "", 0
+	for c, n := range writes {
+		if n > most {
+			doorbell, most = c, n
+		}
+	}
+	first, last := -1, -1
+	for i, e := range evs {
+		if e.name == "write" && e.count == doorbell {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if most < 2 {
+		b.Fatalf("ftrace: no doorbells among %d syscalls", len(evs))
+	}
+	calls, byStack = map[string]float64{}, map[string]float64{}
+	for _, e := range evs[first:last] {
+		calls[e.name] += 1 / float64(most-1)
+		if stacks {
+			byStack[e.name+": "+e.stack] += 1 / float64(most-1)
+		}
+	}
+	return calls, byStack
 }
 
 var (
-	sysEnterRe = regexp.MustCompile(`: sys_(\w+)\(`)
+	// "sys_write(fd: 3, buf: 7ffd…, count: 20)": count is the third field.
+	sysEnterRe = regexp.MustCompile(`: sys_(\w+)\((?:(\w+): \w+, \w+: \w+, count: (\w+))?`)
 	userPCRe   = regexp.MustCompile(`^\s*=>\s+<([0-9a-f]+)>`)
+	lostRe     = regexp.MustCompile(`entries-in-buffer/entries-written: (\d+)/(\d+)`)
 )
 
-// histRe is one row of the histogram: "{ id: sys_read [  0] } hitcount: 12".
-var histRe = regexp.MustCompile(`id: (\S+)\s+\[\s*\d+\]\s*\}\s*hitcount:\s*(\d+)`)
-
-// appendFile writes s to a tracefs file without truncating it: opening a
-// trigger file with O_TRUNC removes every trigger on the event.
-func appendFile(name, s string) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(s)
-	return errors.Join(err, f.Close())
-}
-
-// perIter formats (long-base)/n per syscall, the most frequent first,
-// after the total.
-func perIter(long, base map[string]int, n int) string {
-	type row struct {
-		name string
-		v    float64
-	}
-	var rows []row
-	total := 0.0
-	for name, c := range long {
-		v := float64(c-base[name]) / float64(n)
-		total += v
-		if v >= 0.005 || v <= -0.005 {
-			rows = append(rows, row{name, v})
+// mountTracefs mounts tracefs unless the guest has.
+func mountTracefs(b *testing.B) {
+	b.Helper()
+	if _, err := os.Stat(tracefs + "/events"); err != nil {
+		if out, err := exec.Command("mount", "-t", "tracefs", "none", tracefs).CombinedOutput(); err != nil {
+			b.Fatalf("mount tracefs: %v\n%s", err, out)
 		}
 	}
-	slices.SortFunc(rows, func(a, b row) int {
+}
+
+type callRow struct {
+	name string
+	v    float64
+}
+
+// sortedRows is m by value, the largest first.
+func sortedRows(m map[string]float64) []callRow {
+	var rows []callRow
+	for name, v := range m {
+		rows = append(rows, callRow{name, v})
+	}
+	slices.SortFunc(rows, func(a, b callRow) int {
 		if a.v != b.v {
 			if a.v > b.v {
 				return -1
@@ -372,9 +340,39 @@ func perIter(long, base map[string]int, n int) string {
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	s := fmt.Sprintf("total %.2f |", total)
-	for _, r := range rows {
-		s += fmt.Sprintf(" %s %.2f", r.name, r.v)
+	return rows
+}
+
+// formatCalls is the total and every syscall of at least 0.005 per
+// iteration in a run, each as the range over the runs.
+func formatCalls(runs []map[string]float64) string {
+	names := map[string]float64{} // the largest of each, for the order
+	for _, calls := range runs {
+		for name, v := range calls {
+			names[name] = max(names[name], v)
+		}
+	}
+	span := func(get func(map[string]float64) float64) string {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, calls := range runs {
+			lo, hi = min(lo, get(calls)), max(hi, get(calls))
+		}
+		if fmt.Sprintf("%.2f", lo) == fmt.Sprintf("%.2f", hi) {
+			return fmt.Sprintf("%.2f", lo)
+		}
+		return fmt.Sprintf("%.2f–%.2f", lo, hi)
+	}
+	s := "total " + span(func(c map[string]float64) float64 {
+		t := 0.0
+		for _, v := range c {
+			t += v
+		}
+		return t
+	}) + " |"
+	for _, r := range sortedRows(names) {
+		if r.v >= 0.005 {
+			s += " " + r.name + " " + span(func(c map[string]float64) float64 { return c[r.name] })
+		}
 	}
 	return s
 }

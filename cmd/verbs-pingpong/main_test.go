@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-rdma/rdmacm/internal/leakcheck"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -18,8 +19,15 @@ import (
 // guest tests can run it on both guests without a separate build.
 const envRunMain = "VERBS_PINGPONG_RUN_MAIN"
 
+// envYield sets yieldPeriod in the test binary run as verbs-pingpong, to
+// measure the loop without its yield (1h) against it.
+const envYield = "VERBS_PINGPONG_YIELD"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunMain) == "1" {
+		if d, err := time.ParseDuration(os.Getenv(envYield)); err == nil {
+			yieldPeriod = d
+		}
 		os.Exit(runMain(append([]string{"verbs-pingpong"}, os.Args[1:]...), os.Stdout, os.Stderr))
 	}
 	leakcheck.Main(m)
