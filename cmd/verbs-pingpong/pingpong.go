@@ -366,11 +366,13 @@ func randomPSN() uint32 {
 // yielder passes the loop's goroutine through the scheduler every few
 // milliseconds. A goroutine not rescheduled for 10 ms has its P taken by
 // sysmon at each syscall sysmon sees it in, however short, even with
-// idle Ps (a futex wake of another thread, its parking, sysmon's deep
-// sleep and the wake that ends it: about four futex calls and a
-// nanosleep per wait), and is preempted by a signal when in Go code. A
-// Gosched costs one thread wake when a P is idle, once per period.
+// idle Ps: a futex wake of another thread, its parking, sysmon's deep
+// sleep and the wake that ends it, about four futex calls and a
+// nanosleep per wait. A Gosched costs one thread wake per period. With
+// one P there is no idle P, sysmon takes the P from any syscall it sees
+// twice anyway, and the yield only delays that by a sysmon tick: off.
 type yielder struct {
+	on    bool
 	last  time.Time // monotonic: Since reads one clock
 	polls int
 }
@@ -379,8 +381,12 @@ type yielder struct {
 // checks only at its own ticks. (A variable for the benchmark's A/B.)
 var yieldPeriod = 5 * time.Millisecond
 
+func newYielder(start time.Time) yielder {
+	return yielder{on: runtime.GOMAXPROCS(0) > 1, last: start}
+}
+
 func (y *yielder) check() {
-	if time.Since(y.last) >= yieldPeriod {
+	if y.on && time.Since(y.last) >= yieldPeriod {
 		runtime.Gosched()
 		y.last = time.Now()
 	}
@@ -482,7 +488,7 @@ func run(o options, stdout io.Writer) (result, error) {
 		wc = make([]uverbs.WC, o.rxDepth+o.numQP)
 	}
 	var cqs [1]*uverbs.CQ
-	y := yielder{last: start}
+	y := newYielder(start)
 	for rcnt < o.iters || scnt < o.iters {
 		y.check()
 		if o.events {
