@@ -245,9 +245,33 @@ func (r *benchRig) traceSyscalls(goImpl bool, args string, stacks bool) (calls, 
 	if m := lostRe.FindStringSubmatch(string(trace)); m == nil || m[1] != m[2] {
 		b.Fatalf("ftrace lost events: %q", m)
 	}
+	calls, byStack, doorbells := countTrace(string(trace), stacks, symbolize)
+	if doorbells < 2 {
+		b.Fatalf("ftrace: %d send doorbells in\n%s", doorbells, trace)
+	}
+	return calls, byStack
+}
+
+// symbolize names the function at pc in this binary, without its
+// package path and runtime's prefix.
+func symbolize(pc uint64) string {
+	f := runtime.FuncForPC(uintptr(pc))
+	if f == nil {
+		return "?"
+	}
+	fn := f.Name()[strings.LastIndexByte(f.Name(), '/')+1:]
+	return strings.TrimPrefix(fn, "runtime.")
+}
+
+// countTrace reads an ftrace trace of sys_enter_* events, each maybe with
+// its user stack, and returns the syscalls per iteration between the
+// first and the last send doorbell (the write of the length most writes
+// have), by name and, with stacks, by name and first callers; and how
+// many doorbells it found.
+func countTrace(trace string, stacks bool, sym func(uint64) string) (calls, byStack map[string]float64, doorbells int) {
 	type event struct{ name, count, stack string }
 	var evs []event
-	for _, line := range strings.Split(string(trace), "\n") {
+	for _, line := range strings.Split(trace, "\n") {
 		if m := sysEnterRe.FindStringSubmatch(line); m != nil {
 			evs = append(evs, event{name: m[1], count: m[3]})
 			continue
@@ -257,16 +281,11 @@ func (r *benchRig) traceSyscalls(goImpl bool, args string, stacks bool) (calls, 
 			continue
 		}
 		pc, _ := strconv.ParseUint(m[1], 16, 64)
-		fn := "?"
-		if f := runtime.FuncForPC(uintptr(pc)); f != nil {
-			fn = f.Name()[strings.LastIndexByte(f.Name(), '/')+1:]
-			fn = strings.TrimPrefix(fn, "runtime.")
-		}
 		e := &evs[len(evs)-1]
 		if e.stack == "" {
-			e.stack = fn
+			e.stack = sym(pc)
 		} else {
-			e.stack += " < " + fn
+			e.stack += " < " + sym(pc)
 		}
 	}
 	writes := map[string]int{}
@@ -275,11 +294,15 @@ func (r *benchRig) traceSyscalls(goImpl bool, args string, stacks bool) (calls, 
 			writes[e.count]++
 		}
 	}
-	doorbell, most := "", 0
+	doorbell := ""
 	for c, n := range writes {
-		if n > most {
-			doorbell, most = c, n
+		if n > doorbells || n == doorbells && c < doorbell {
+			doorbell, doorbells = c, n
 		}
+	}
+	calls, byStack = map[string]float64{}, map[string]float64{}
+	if doorbells < 2 {
+		return calls, byStack, doorbells
 	}
 	first, last := -1, -1
 	for i, e := range evs {
@@ -290,17 +313,14 @@ func (r *benchRig) traceSyscalls(goImpl bool, args string, stacks bool) (calls, 
 			last = i
 		}
 	}
-	if most < 2 {
-		b.Fatalf("ftrace: no doorbells among %d syscalls", len(evs))
-	}
-	calls, byStack = map[string]float64{}, map[string]float64{}
+	per := 1 / float64(doorbells-1)
 	for _, e := range evs[first:last] {
-		calls[e.name] += 1 / float64(most-1)
+		calls[e.name] += per
 		if stacks {
-			byStack[e.name+": "+e.stack] += 1 / float64(most-1)
+			byStack[e.name+": "+e.stack] += per
 		}
 	}
-	return calls, byStack
+	return calls, byStack, doorbells
 }
 
 var (
@@ -346,6 +366,9 @@ func sortedRows(m map[string]float64) []callRow {
 // formatCalls is the total and every syscall of at least 0.005 per
 // iteration in a run, each as the range over the runs.
 func formatCalls(runs []map[string]float64) string {
+	if len(runs) == 0 {
+		return "no runs"
+	}
 	names := map[string]float64{} // the largest of each, for the order
 	for _, calls := range runs {
 		for name, v := range calls {
