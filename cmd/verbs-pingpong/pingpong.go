@@ -363,14 +363,15 @@ func randomPSN() uint32 {
 	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
 }
 
-// yielder passes the loop's goroutine through the scheduler every few
-// milliseconds. A goroutine not rescheduled for 10 ms has its P taken by
-// sysmon at each syscall sysmon sees it in, however short, even with
-// idle Ps: a futex wake of another thread, its parking, sysmon's deep
-// sleep and the wake that ends it, about four futex calls and a
-// nanosleep per wait. A Gosched costs one thread wake per period. With
-// one P there is no idle P, sysmon takes the P from any syscall it sees
-// twice anyway, and the yield only delays that by a sysmon tick: off.
+// yielder passes the busy-poll loop's goroutine through the scheduler
+// every few milliseconds. A goroutine not rescheduled for 10 ms has its
+// P taken by sysmon at each syscall sysmon sees it in (here the send
+// doorbell), however short, even with idle Ps: a futex wake of another
+// thread, its parking, sysmon's deep sleep and the wake that ends it;
+// in Go code it is preempted by a signal. A Gosched costs one thread
+// wake per period. With one P there is no idle P, sysmon takes the P
+// from any syscall it sees twice anyway, and the yield only delays that
+// by a sysmon tick: off. With -e, WaitBlocking makes the same pass.
 type yielder struct {
 	on    bool
 	last  time.Time // monotonic: Since reads one clock
@@ -381,8 +382,8 @@ type yielder struct {
 // checks only at its own ticks. (A variable for the benchmark's A/B.)
 var yieldPeriod = 5 * time.Millisecond
 
-func newYielder(start time.Time) yielder {
-	return yielder{on: runtime.GOMAXPROCS(0) > 1, last: start}
+func newYielder(start time.Time, events bool) yielder {
+	return yielder{on: !events && runtime.GOMAXPROCS(0) > 1, last: start}
 }
 
 func (y *yielder) check() {
@@ -488,7 +489,7 @@ func run(o options, stdout io.Writer) (result, error) {
 		wc = make([]uverbs.WC, o.rxDepth+o.numQP)
 	}
 	var cqs [1]*uverbs.CQ
-	y := newYielder(start)
+	y := newYielder(start, o.events)
 	for rcnt < o.iters || scnt < o.iters {
 		y.check()
 		if o.events {
