@@ -369,9 +369,9 @@ func randomPSN() uint32 {
 // doorbell), however short, even with idle Ps: a futex wake of another
 // thread, its parking, sysmon's deep sleep and the wake that ends it;
 // in Go code it is preempted by a signal. A Gosched costs one thread
-// wake per period. With one P there is no idle P, sysmon takes the P
-// from any syscall it sees twice anyway, and the yield only delays that
-// by a sysmon tick: off. With -e, WaitBlocking makes the same pass.
+// wake per period. With one P there is no idle P and sysmon takes the P
+// from any syscall it sees twice anyway: nothing to save, so off. With
+// -e, WaitBlocking makes the same pass.
 type yielder struct {
 	on    bool
 	last  time.Time // monotonic: Since reads one clock
