@@ -6,17 +6,16 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/go-rdma/rdmacm/internal/benchstat"
 	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/mlx5sim"
 	"github.com/go-rdma/rdmacm/qp"
@@ -116,12 +115,12 @@ func ratioTable(b *testing.B, table *strings.Builder, cases []string, clock stri
 				faster++
 			}
 		}
-		lo, hi := bootstrapMedian(ratios)
+		lo, hi := benchstat.MedianCI(ratios)
 		fmt.Fprintf(table, "| %s | %.1f | %.1f | %.3f (%.3f–%.3f; %d/%d) |\n",
-			c, median(cs), median(gs), median(ratios), lo, hi, faster, len(ratios))
-		b.ReportMetric(median(gs), c+"-go-ns/WR"+suffix)
-		b.ReportMetric(median(cs), c+"-c-ns/WR"+suffix)
-		b.ReportMetric(median(ratios), c+"-go/c"+suffix)
+			c, benchstat.Median(cs), benchstat.Median(gs), benchstat.Median(ratios), lo, hi, faster, len(ratios))
+		b.ReportMetric(benchstat.Median(gs), c+"-go-ns/WR"+suffix)
+		b.ReportMetric(benchstat.Median(cs), c+"-c-ns/WR"+suffix)
+		b.ReportMetric(benchstat.Median(ratios), c+"-go/c"+suffix)
 	}
 }
 
@@ -435,35 +434,6 @@ func (g *goRig) close() {
 		g.ctx.Close()
 	}
 	g.restore()
-}
-
-func median(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// bootstrapMedian is a 95% percentile-bootstrap interval of the median.
-func bootstrapMedian(x []float64) (lo, hi float64) {
-	r := rand.New(rand.NewPCG(1, 2))
-	const n = 2000
-	m := make([]float64, n)
-	s := make([]float64, len(x))
-	for i := range m {
-		for j := range s {
-			s[j] = x[r.IntN(len(x))]
-		}
-		m[i] = median(s)
-	}
-	slices.Sort(m)
-	return m[n*25/1000], m[n*975/1000]
 }
 
 // BenchmarkGoSide runs the Go half of BenchmarkVsLibmlx5 alone, one

@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/internal/abi"
-	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/vmtest/guest"
 	"github.com/go-rdma/rdmacm/mad/sa"
 	"github.com/go-rdma/rdmacm/rdma"
@@ -256,16 +253,7 @@ func answer(t *testing.T, q sa.Query) []byte {
 func writeMAD(p *Port, to engine.Addr, m []byte) error {
 	h := sendHeader(p.agent, to)
 	binary.BigEndian.PutUint32(h.QKey[:], sa.GSIQKey)
-	b := append(append([]byte(nil), abi.Bytes(&h)...), m...)
-	var werr error
-	err := p.rc.Write(func(fd uintptr) bool {
-		_, werr = kcall.Write(int(fd), b)
-		return werr != unix.EAGAIN
-	})
-	if err == nil {
-		err = werr
-	}
-	if err != nil {
+	if err := p.write(append(append([]byte(nil), abi.Bytes(&h)...), m...)); err != nil {
 		return fmt.Errorf("send %d-byte answer: %w", len(m), err)
 	}
 	return nil

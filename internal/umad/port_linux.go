@@ -106,29 +106,37 @@ func (p *Port) Send(to engine.Addr, m []byte) error {
 	h := sendHeader(p.agent, to)
 	copy(p.wbuf[:], abi.Bytes(&h))
 	copy(p.wbuf[abi.UmadHdrSize:], m[:mad.MADSize])
-	// ib_umad_write can sleep (it allocates and resolves the address
-	// handle), so the write takes the scheduler's path (kcall.Write),
-	// under the file's reference so Close cannot recycle the fd
-	// meanwhile; EAGAIN waits for writability.
+	if err := p.write(p.wbuf[:]); err != nil {
+		if err == errClosed {
+			return err
+		}
+		return fmt.Errorf("umad: send: %w", err)
+	}
+	return nil
+}
+
+// write writes one ib_user_mad header and MAD. ib_umad_write can sleep
+// (it allocates and resolves the address handle), so the write takes the
+// scheduler's path (kcall.Write), under the file's reference so Close
+// cannot recycle the fd meanwhile; EAGAIN waits for writability. After
+// Close it returns errClosed.
+func (p *Port) write(b []byte) error {
 	var n int
 	var werr error
 	err := p.rc.Write(func(fd uintptr) bool {
-		n, werr = kcall.Write(int(fd), p.wbuf[:])
+		n, werr = kcall.Write(int(fd), b)
 		return werr != unix.EAGAIN
 	})
 	if err == nil {
 		err = werr
 	}
-	if err == nil && n != len(p.wbuf) {
-		err = fmt.Errorf("short write: %d of %d bytes", n, len(p.wbuf))
+	if err == nil && n != len(b) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
 	}
-	if err != nil {
-		if errors.Is(err, os.ErrClosed) {
-			return errClosed
-		}
-		return fmt.Errorf("umad: send: %w", err)
+	if errors.Is(err, os.ErrClosed) {
+		return errClosed
 	}
-	return nil
+	return err
 }
 
 // Recv reads one MAD into buf (at least 256 bytes) and returns the

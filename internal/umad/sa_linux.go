@@ -125,18 +125,10 @@ func (s *SA) send(to engine.Addr, m []byte) error {
 	binary.BigEndian.PutUint32(h.QKey[:], sa.GSIQKey)
 	copy(p.wbuf[:], abi.Bytes(&h))
 	copy(p.wbuf[abi.UmadHdrSize:], m[:sa.MADSize])
-	var werr error
-	err := p.rc.Write(func(fd uintptr) bool {
-		_, werr = kcall.Write(int(fd), p.wbuf[:])
-		return werr != unix.EAGAIN
-	})
-	if err == nil {
-		err = werr
-	}
-	if errors.Is(err, os.ErrClosed) {
-		return errClosed
-	}
-	if err != nil {
+	if err := p.write(p.wbuf[:]); err != nil {
+		if err == errClosed {
+			return err
+		}
 		return fmt.Errorf("umad: send SA query: %w", err)
 	}
 	return nil
