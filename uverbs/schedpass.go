@@ -13,7 +13,7 @@ const schedPassPeriod = 5 * time.Millisecond
 
 // schedPass makes a goroutine that loops on blocking syscalls pass
 // through the scheduler now and then. The runtime's sysmon takes the P
-// of a thread in a syscall when the goroutine has run 10 ms without
+// of a thread in a syscall when the goroutine has gone 10 ms without
 // being rescheduled, at every tick that finds it in a syscall, idle Ps
 // or not; a syscall that returns on the fast path does not reschedule.
 // Each take wakes another thread that finds nothing to do and sleeps
