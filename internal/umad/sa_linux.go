@@ -47,16 +47,8 @@ func OpenSA(dev string, cfg sa.ResolverConfig) (*SA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("umad: register SA agent on %s: %w", dev, err)
 	}
+	cfg = cfg.Defaulted()
 	s := &SA{p: p, timeout: cfg.Timeout, retries: cfg.Retries, rbuf: make([]byte, abi.UmadHdrSize+maxMAD)}
-	if s.timeout <= 0 {
-		s.timeout = time.Second
-	}
-	switch {
-	case s.retries == 0:
-		s.retries = 3
-	case s.retries < 0:
-		s.retries = 0
-	}
 	// The resolver matches and parses answers; its one deadline only
 	// backs up the kernel's, which hands back a query it gave up on.
 	if cfg.FirstTID == 0 {

@@ -22,6 +22,21 @@ type ResolverConfig struct {
 	FirstTID uint32
 }
 
+// Defaulted returns cfg with its defaults filled in: a Timeout of one
+// second for 0, 3 Retries for 0, and none (0) for a negative value.
+func (cfg ResolverConfig) Defaulted() ResolverConfig {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Second
+	}
+	switch {
+	case cfg.Retries == 0:
+		cfg.Retries = 3
+	case cfg.Retries < 0:
+		cfg.Retries = 0
+	}
+	return cfg
+}
+
 // Outbound is a MAD the driver sends to the SM's LID, QP1, with Q_Key
 // GSIQKey.
 type Outbound struct {
@@ -59,17 +74,8 @@ type Resolver struct {
 
 // NewResolver returns a Resolver with cfg's settings.
 func NewResolver(cfg ResolverConfig) *Resolver {
-	r := &Resolver{timeout: cfg.Timeout, retries: cfg.Retries, next: cfg.FirstTID}
-	if r.timeout <= 0 {
-		r.timeout = time.Second
-	}
-	switch {
-	case r.retries == 0:
-		r.retries = 3
-	case r.retries < 0:
-		r.retries = 0
-	}
-	return r
+	cfg = cfg.Defaulted()
+	return &Resolver{timeout: cfg.Timeout, retries: cfg.Retries, next: cfg.FirstTID}
 }
 
 // Query starts q (its TransactionID is the Resolver's to choose) and
