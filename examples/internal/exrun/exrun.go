@@ -10,10 +10,12 @@ package exrun
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +23,10 @@ import (
 )
 
 const envMain = "RDMACM_EXAMPLE_MAIN"
+
+// clientQuit bounds a client run: every example's client finishes in well
+// under a minute in the guests.
+const clientQuit = 4 * time.Minute
 
 // Main runs the program instead of the tests when the binary was started
 // by Run.
@@ -53,7 +59,7 @@ func Run(t *testing.T, server, client string, ready string) (srvOut, cliOut stri
 		t.Fatal(err)
 	}
 	srv := exec.CommandContext(ctx, self)
-	srv.Env = append(os.Environ(), envMain+"=-backend "+Backend()+" "+server)
+	srv.Env = append(os.Environ(), "GOTRACEBACK=all", envMain+"=-backend "+Backend()+" "+server)
 	srv.Stderr = os.Stderr
 	pipe, err := srv.StdoutPipe()
 	if err != nil {
@@ -78,14 +84,24 @@ func Run(t *testing.T, server, client string, ready string) (srvOut, cliOut stri
 		}
 		close(rest)
 	}()
-	res, err := guest.Peer().RunCmd(ctx, guest.Cmd{Args: []string{self}, Timeout: 6 * time.Minute,
-		Env: []string{envMain + "=-backend kernel " + client}})
+	// A client still running after clientQuit dumps its goroutines
+	// (SIGQUIT), and so does the server when the client fails: a hang
+	// shows where both ends wait.
+	res, err := guest.Peer().RunCmd(ctx, guest.Cmd{Timeout: 6 * time.Minute,
+		Script: fmt.Sprintf("exec timeout -s QUIT %d %s", int(clientQuit.Seconds()), self),
+		Env:    []string{"GOTRACEBACK=all", envMain + "=-backend kernel " + client}})
 	if res != nil {
 		t.Logf("client stderr:\n%s", res.Stderr)
 		cliOut = res.Stdout
 	}
 	if err != nil {
-		t.Fatalf("client: %v\n%s", err, cliOut)
+		srv.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-rest:
+			t.Fatalf("client: %v\n%s\nserver (sent SIGQUIT, stacks on stderr):\n%s", err, cliOut, out.String())
+		case <-time.After(10 * time.Second):
+			t.Fatalf("client: %v\n%s\nserver: still running 10s after SIGQUIT", err, cliOut)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { <-rest; done <- srv.Wait() }()
