@@ -15,9 +15,10 @@ import (
 // (a PathRecord Get to the SA, over a link that loses the first two
 // sends and duplicates the answer), then connects over it: the REQ's
 // primary path carries the SA's LIDs, SL, rate and MTU, and both sides
-// are established.
+// are established. The fabric is an InfiniBand subnet: the MADs go by
+// LID.
 func TestSAPathThenConnect(t *testing.T) {
-	f := New(2, 1)
+	f := NewInfiniBand(2, 1, nil)
 	f.RecordEvents = true
 	a, b := f.Nodes[0], f.Nodes[1]
 	for _, n := range f.Nodes {
