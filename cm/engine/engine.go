@@ -436,6 +436,11 @@ func (ev *Event) clearHead() {
 
 // out appends an outbound MAD and returns its buffer.
 func (e *Engine) out(to Addr) *Outbound {
+	if to.HopLimit == 0 && e.ib != [4]uint64{} && e.infiniBand(to.Port) {
+		// No GRH (ib_init_ah_attr_from_path: hop limit 0), so no GID:
+		// a transport adds a GRH for a GID, as umad's grh_present.
+		to.GID = rdma.GID{}
+	}
 	r := &e.ready
 	if n := len(r.Messages); n < cap(r.Messages) {
 		r.Messages = r.Messages[:n+1]

@@ -62,7 +62,8 @@ type Addr struct {
 	Port      uint8
 	PKeyIndex uint16
 	// GID is the peer's GID (RoCEv2: its IPv4-mapped or IPv6 address).
-	// On an InfiniBand port it is the GRH's, and zero without a GRH.
+	// On an InfiniBand port it is the GRH's, and zero without a GRH:
+	// a MAD has a GRH exactly when its Addr has a GID.
 	GID rdma.GID
 	// LID is the peer's LID (InfiniBand only): the source LID of a
 	// received MAD, the destination LID of an outgoing one.
@@ -71,9 +72,9 @@ type Addr struct {
 	QPN uint32
 	// SGIDIndex is the local GID table index the MAD uses or matched.
 	SGIDIndex uint8
-	// HopLimit is the GRH's. On an InfiniBand port 0 means the MAD has
-	// no GRH (a received one came without, an outgoing one goes
-	// without), as a path's hop limit 0 does.
+	// HopLimit is the GRH's. On an InfiniBand port the engine sends a
+	// MAD whose hop limit is 0 without a GRH (and so without a GID), as
+	// a path's hop limit 0 means no GRH.
 	HopLimit     uint8
 	TrafficClass uint8
 	SL           uint8

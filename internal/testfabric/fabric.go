@@ -8,9 +8,9 @@
 //
 // NewInfiniBand makes the fabric one InfiniBand subnet instead: node i
 // has LID i+1 (SubnetAdmin.LID), its engine's port 1 is InfiniBand, and
-// a MAD goes to the node whose LID it is addressed to (a GRH, if it has
-// one, must name the same node); a misaddressed MAD is lost and recorded
-// as an error.
+// a MAD goes to the node whose LID it is addressed to (a GRH, which it
+// has when its address has a GID, as umad's grh_present, must name the
+// same node); a misaddressed MAD is lost and recorded as an error.
 //
 // Every QP transition an engine emits is checked with qp.Check against the
 // fake QP's state; every engine's invariants are checked after every
@@ -437,7 +437,7 @@ func (f *Fabric) drain(n *Node) {
 // MAD: it is lost (Stats.Lost) and recorded in Errors, so the test fails.
 func (f *Fabric) sendIB(n *Node, o *engine.Outbound) {
 	j, ok := f.nodeByLID(o.To.LID)
-	grh := o.To.HopLimit > 0
+	grh := o.To.GID != (rdma.GID{}) // as umad sets grh_present
 	switch {
 	case !ok && f.Unrouted && o.To.QPN == 1:
 		f.stats.Sent++
