@@ -55,14 +55,14 @@ type Event struct {
 
 // Node is one CA on the fabric.
 type Node struct {
-	Index int
-	Name  string // the node's number, from 1
-	IP    netip.Addr
-	GID   rdma.GID
-	// LID is the node's LID on an InfiniBand fabric (Index+1); 0 on RoCE.
-	LID    uint16
+	Index  int
+	Name   string // the node's number, from 1
+	IP     netip.Addr
+	GID    rdma.GID
 	GUID   uint64
 	Engine *engine.Engine
+	// LID is the node's LID on an InfiniBand fabric (Index+1); 0 on RoCE.
+	LID uint16
 	// Crashed nodes receive nothing and send nothing.
 	Crashed  bool
 	Restarts int
