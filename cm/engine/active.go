@@ -11,14 +11,21 @@ import (
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
-func checkPath(p *Path) error {
-	switch {
+func (e *Engine) checkPath(p *Path) error {
+	switch ib := e.infiniBand(p.Port); {
 	case p.MTU < rdma.MTU256 || p.MTU > rdma.MTU4096:
 		return fmt.Errorf("path MTU %v: %w", p.MTU, ErrInvalidArgument)
 	case p.PacketLifeTime > mad.MaxTimeout, p.SL > 15, p.Rate > 63, p.FlowLabel > 0xfffff:
 		return fmt.Errorf("path field out of range: %w", ErrInvalidArgument)
 	case p.Port == 0:
 		return fmt.Errorf("path port 0: %w", ErrInvalidArgument)
+	case ib && p.RoCE:
+		return fmt.Errorf("RoCE path on InfiniBand port %d: %w", p.Port, ErrInvalidArgument)
+	case !ib && !p.RoCE:
+		return fmt.Errorf("InfiniBand path (RoCE false) on RoCE port %d: %w", p.Port, ErrInvalidArgument)
+	case ib && (p.DLID == 0 || p.DLID >= 0xc000):
+		// Only a unicast LID (1 to 0xbfff) reaches a CA's GSI QP.
+		return fmt.Errorf("InfiniBand path DLID %#x: %w", p.DLID, ErrInvalidArgument)
 	}
 	return nil
 }
@@ -52,7 +59,7 @@ func clamp7(v uint8) uint8 { return min(v, 7) }
 func (e *Engine) Connect(now time.Time, p ConnectParams) (ID, error) {
 	e.setNow(now)
 	const op = "connect"
-	if err := checkPath(&p.Path); err != nil {
+	if err := e.checkPath(&p.Path); err != nil {
 		return 0, errorf("%s: %w", op, err)
 	}
 	qt := p.QPType

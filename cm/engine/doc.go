@@ -50,7 +50,21 @@
 // Like the rdma_cm, the engine arms a delayed MRA on the passive side once a
 // REQ is reported, and on the active side once a REP is reported: no MRA is
 // sent unless a duplicate REQ or REP arrives. LAP and APR are dropped, as
-// Linux does on RoCE ports (cm_lap_handler, cm_apr_handler).
+// Linux does on RoCE ports (cm_lap_handler, cm_apr_handler); the engine
+// keeps no alternate path on InfiniBand ports either.
+//
+// # InfiniBand ports
+//
+// Ports are RoCE unless Config.InfiniBandPorts names them. On an
+// InfiniBand port the engine addresses the peer by LID, as ib_cm does:
+// Connect and ResolveSIDR take a LID-routed path (RoCE false, as an SA
+// PathRecord gives it) and send to its DLID; a received REQ yields a
+// path with RoCE false, DLID the REQ's source LID, SLID the REQ's remote
+// port LID, and a GRH only if the REQ came with one
+// (cm_process_routed_req, cm_format_path_lid_from_req); every MAD to
+// that peer, and every answer to a MAD without an ID, goes to its LID on
+// QP 1, and the QP's address vector is DLID and SL, with a GRH only for
+// a hop limit above 0 (ib_init_ah_attr_from_path).
 //
 // ECE is carried, never interpreted: the REQ and REP events carry the
 // peer's ECE, Connect and Accept take the ECE to send. The ordering rule

@@ -29,6 +29,7 @@ type remoteKey struct {
 
 type sidrKey struct {
 	gid rdma.GID
+	lid uint16
 	id  uint32
 }
 
@@ -36,6 +37,8 @@ type sidrKey struct {
 // use: the caller serialises every call.
 type Engine struct {
 	cfg Config
+	// ib has bit p set for each InfiniBand port p.
+	ib [4]uint64
 	// now is the time of the latest input, in nanoseconds since base (the
 	// first input's time); deadlines use the same scale.
 	now     int64
@@ -144,8 +147,16 @@ func New(cfg Config) (*Engine, error) {
 		cfg.MaxCMRetries > 15 || cfg.ACKDelay > mad.MaxTimeout {
 		return nil, errors.New("engine: Config timeout or retry count out of range")
 	}
+	var ib [4]uint64
+	for _, p := range cfg.InfiniBandPorts {
+		if p == 0 {
+			return nil, errors.New("engine: Config.InfiniBandPorts names port 0 (ports start at 1)")
+		}
+		ib[p/64] |= 1 << (p % 64)
+	}
 	return &Engine{
 		cfg:        cfg,
+		ib:         ib,
 		conns:      newIDTable(),
 		remoteIDs:  newRemoteTable(false),
 		remoteQPNs: newRemoteTable(true),
@@ -153,6 +164,9 @@ func New(cfg Config) (*Engine, error) {
 		sidrRemote: make(map[sidrKey]*conn),
 	}, nil
 }
+
+// infiniBand reports whether the local port's link layer is InfiniBand.
+func (e *Engine) infiniBand(port uint8) bool { return e.ib[port/64]&(1<<(port%64)) != 0 }
 
 // Stats returns the drop and retransmit counters.
 func (e *Engine) Stats() Stats { return e.stats }
@@ -422,6 +436,11 @@ func (ev *Event) clearHead() {
 
 // out appends an outbound MAD and returns its buffer.
 func (e *Engine) out(to Addr) *Outbound {
+	if to.HopLimit == 0 && e.ib != [4]uint64{} && e.infiniBand(to.Port) {
+		// No GRH (ib_init_ah_attr_from_path: hop limit 0), so no GID:
+		// a transport adds a GRH for a GID, as umad's grh_present.
+		to.GID = rdma.GID{}
+	}
 	r := &e.ready
 	if n := len(r.Messages); n < cap(r.Messages) {
 		r.Messages = r.Messages[:n+1]

@@ -36,7 +36,9 @@ const fuzzMaxHalfOpen = 3
 // an active REQ outstanding, a pair in TimeWait and a SIDR request.
 func liveWire(t *testing.T) (*wire, *node, *node) {
 	w := &wire{t: t, now: epoch}
-	bound := func(c *engine.Config) { c.MaxHalfOpen = fuzzMaxHalfOpen }
+	// Port 2 is InfiniBand: programs that deliver there (bit 5 of an
+	// op) reach the LID-routed paths.
+	bound := func(c *engine.Config) { c.MaxHalfOpen, c.InfiniBandPorts = fuzzMaxHalfOpen, []uint8{2} }
 	a := newNode(t, "a", "192.0.2.1", 1, bound)
 	b := newNode(t, "b", "192.0.2.2", 2, bound)
 	w.nodes = []*node{a, b}
@@ -81,6 +83,9 @@ func FuzzReceive(f *testing.F) {
 	f.Add([]byte{1, 6, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2, 200, 3, 1, 4, 0, 1})
 	f.Add([]byte{1, 7, 2, 0, 0, 0, 0, 0, 3, 1, 5, 1, 0, 2, 255, 2, 255})
 	f.Add(floodSeed())
+	// A REQ from an InfiniBand peer (LID 5, SL 3, no GRH), accepted.
+	f.Add([]byte{0x21, 0, 4, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0xff, 0x12, 0x34, 0x56, 0x78, 1, 0, 0xff, 0, 0, 0, 0x40,
+		0, 0, 0, 1, 20, 20, 3, 3, 0, 18, 0, 1, 0, 0x43, 0, 0x50, 0x60})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, _, _ := runProgram(t, data)
 		w.advance(10 * time.Minute) // every timer fires; still consistent
@@ -98,6 +103,12 @@ func runProgram(t *testing.T, data []byte) (*wire, *node, *node) {
 			to, from = a, b
 		}
 		src := engine.Addr{Port: 1, GID: from.gid, QPN: 1, HopLimit: in.byte()}
+		if op&0x20 != 0 { // from an InfiniBand peer: its LID and SL, a GRH only with a hop limit
+			src.Port, src.LID, src.SL = 2, uint16(in.byte())+1, in.byte()&15
+			if src.HopLimit == 0 {
+				src.GID = rdma.GID{}
+			}
+		}
 		switch op & 3 {
 		case 0: // a raw MAD
 			var m [mad.MADSize]byte

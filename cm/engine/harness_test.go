@@ -118,6 +118,15 @@ func (w *wire) collect(n *node) []sent {
 	var out []sent
 	for _, o := range r.Messages {
 		to := w.byGID(o.To.GID)
+		if o.To.Port == 2 { // InfiniBand (FuzzReceive): to a LID, a GID only with a GRH
+			if o.To.LID == 0 || o.To.HopLimit == 0 && o.To.GID != (rdma.GID{}) {
+				w.t.Fatalf("%s sent on InfiniBand to LID %d, hop limit %d, GID %v", n.name, o.To.LID, o.To.HopLimit, o.To.GID)
+			}
+			to = w.nodes[0]
+			if to == n {
+				to = w.nodes[1]
+			}
+		}
 		if to == nil {
 			w.t.Fatalf("%s sent to unknown GID %v", n.name, o.To.GID)
 		}

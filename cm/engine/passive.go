@@ -116,6 +116,7 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	// cm_init_av_by_path): the REQ's primary path seen from here, with
 	// the hop limit of the received packet.
 	pri := v.Primary()
+	ib := e.infiniBand(from.Port)
 	if len(e.cfg.LocalGIDs) > 0 && !e.localGID(pri.RemoteGID) {
 		g := e.cfg.LocalGIDs[0]
 		_ = e.sendRejLocked(c, mad.RejectInvalidGID, g[:], nil)
@@ -127,12 +128,31 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 		plt--
 	}
 	c.avTimeout = plt + 1
+	slid, dlid, sl := pri.RemoteLID, pri.LocalLID, pri.SL
+	if ib {
+		// cm_process_routed_req: a REQ from another subnet carries the
+		// permissive LID; the packet's source LID and SL stand in for
+		// the peer's, and the path bits of its destination LID (which
+		// the engine does not see: 0 without LMC) for ours. Then
+		// cm_format_path_lid_from_req takes the packet's source LID as
+		// the DLID in every case: the LID the REQ really came from.
+		if !pri.SubnetLocal {
+			if pri.LocalLID == 0xffff {
+				sl = from.SL
+			}
+			if pri.RemoteLID == 0xffff {
+				slid = 0
+			}
+		}
+		dlid = from.LID
+	}
+	// c.addr.LID stays the packet's source LID (0 on RoCE).
 	c.addr.GID = pri.LocalGID
 	c.addr.TrafficClass = pri.TrafficClass
 	c.addr.FlowLabel = pri.FlowLabel
-	c.addr.SL = pri.SL
+	c.addr.SL = sl
 	c.rate = pri.PacketRate
-	c.roce = true
+	c.roce = !ib
 
 	// cma_ib_req_handler: QP type, IP header and address checks. A
 	// failure destroys the ID in REQ_RCVD: REJ 28 with local ID 0.
@@ -175,10 +195,10 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	in.InitiatorDepth, in.RetryCount, in.RNRRetryCount = c.initiatorDepth, c.retryCount, c.rnrRetryCount
 	in.FlowControl, in.SRQ, in.TransportType = v.EndToEndFlowControl(), v.SRQ(), c.transport
 	p := &in.Path
-	p.PKey, p.SGID, p.DGID, p.SLID, p.DLID = c.pkey, pri.RemoteGID, pri.LocalGID, pri.RemoteLID, pri.LocalLID
-	p.FlowLabel, p.TrafficClass, p.HopLimit, p.SL = pri.FlowLabel, pri.TrafficClass, from.HopLimit, pri.SL
+	p.PKey, p.SGID, p.DGID, p.SLID, p.DLID = c.pkey, pri.RemoteGID, pri.LocalGID, slid, dlid
+	p.FlowLabel, p.TrafficClass, p.HopLimit, p.SL = pri.FlowLabel, pri.TrafficClass, from.HopLimit, sl
 	p.Rate, p.MTU, p.PacketLifeTime = pri.PacketRate, c.pathMTU, plt
-	p.Port, p.PKeyIndex, p.SGIDIndex, p.RoCE = from.Port, from.PKeyIndex, from.SGIDIndex, true
+	p.Port, p.PKeyIndex, p.SGIDIndex, p.RoCE = from.Port, from.PKeyIndex, from.SGIDIndex, c.roce
 	if hasIP {
 		in.HasIP, in.PortSpace, in.Src, in.Dst = true, l.listen.ps, src, dst
 	}

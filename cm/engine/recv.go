@@ -9,8 +9,10 @@ import (
 
 // Receive processes one received CM MAD. from describes the sender (for a
 // RoCE peer: its GID, the local port, GID index and P_Key index the MAD
-// arrived on, and the packet's hop limit). b must hold the 256-byte MAD;
-// the engine does not keep it. Malformed MADs are counted and dropped.
+// arrived on, and the packet's hop limit; on an InfiniBand port
+// (Config.InfiniBandPorts) also the packet's source LID and SL, and a GID
+// and hop limit only if it had a GRH). b must hold the 256-byte MAD; the
+// engine does not keep it. Malformed MADs are counted and dropped.
 func (e *Engine) Receive(now time.Time, from Addr, b []byte) {
 	e.setNow(now)
 	e.stats.Received++
@@ -40,7 +42,9 @@ func (e *Engine) Receive(now time.Time, from Addr, b []byte) {
 		e.recvSIDRREP(v)
 	case mad.LAPView, mad.APRView:
 		// cm_lap_handler and cm_apr_handler return -EINVAL on RoCE ports:
-		// alternate paths are not supported there.
+		// alternate paths are not supported there. The engine keeps no
+		// alternate path on InfiniBand either (the rdma_cm never sets
+		// one), so it drops them there too.
 		e.stats.LAPDropped++
 	default:
 		// ClassPortInfo: Linux's CM registers only Send and drops it.

@@ -12,7 +12,7 @@ import (
 func (e *Engine) ResolveSIDR(now time.Time, p SIDRParams) (ID, error) {
 	e.setNow(now)
 	const op = "resolve SIDR"
-	if err := checkPath(&p.Path); err != nil {
+	if err := e.checkPath(&p.Path); err != nil {
 		return 0, errorf("%s: %w", op, err)
 	}
 	if p.MaxRetries > 15 || p.Timeout < 0 {
@@ -59,9 +59,11 @@ func (e *Engine) ResolveSIDR(now time.Time, p SIDRParams) (ID, error) {
 
 // recvSIDRREQ is cm_sidr_req_handler plus the rdma_cm's checks. The
 // kernel keys duplicates by request ID and source LID, which is 0 for
-// every RoCE peer; the engine uses the source GID instead.
+// every RoCE peer; the engine adds the source GID, which is zero for an
+// InfiniBand peer without a GRH. The SIDR_REP goes back to the sender's
+// address: its LID on InfiniBand (cm_init_av_for_response).
 func (e *Engine) recvSIDRREQ(from Addr, v mad.SIDRREQView) {
-	key := sidrKey{gid: from.GID, id: v.RequestID()}
+	key := sidrKey{gid: from.GID, lid: from.LID, id: v.RequestID()}
 	if e.sidrRemote[key] != nil {
 		e.stats.Dropped++
 		return

@@ -62,13 +62,19 @@ type Addr struct {
 	Port      uint8
 	PKeyIndex uint16
 	// GID is the peer's GID (RoCEv2: its IPv4-mapped or IPv6 address).
+	// On an InfiniBand port it is the GRH's, and zero without a GRH:
+	// a MAD has a GRH exactly when its Addr has a GID.
 	GID rdma.GID
-	// LID is the peer's LID (InfiniBand only).
+	// LID is the peer's LID (InfiniBand only): the source LID of a
+	// received MAD, the destination LID of an outgoing one.
 	LID uint16
 	// QPN is the peer's QP: 1, the GSI QP, for every CM MAD Linux sends.
 	QPN uint32
 	// SGIDIndex is the local GID table index the MAD uses or matched.
-	SGIDIndex    uint8
+	SGIDIndex uint8
+	// HopLimit is the GRH's. On an InfiniBand port the engine sends a
+	// MAD whose hop limit is 0 without a GRH (and so without a GID), as
+	// a path's hop limit 0 means no GRH.
 	HopLimit     uint8
 	TrafficClass uint8
 	SL           uint8
@@ -89,7 +95,10 @@ type Path struct {
 	Port      uint8
 	PKeyIndex uint16
 	SGIDIndex uint8
-	// RoCE marks a RoCE path: the QP always uses the GRH.
+	// RoCE marks a RoCE path: the QP always uses the GRH. It must say
+	// what Config.InfiniBandPorts says of Port: false on an InfiniBand
+	// port, where the path is LID-routed (DLID, SL; a GRH only with a
+	// hop limit above 0) and the CM's MADs go to DLID.
 	RoCE bool
 }
 
@@ -292,7 +301,11 @@ type ConnInfo struct {
 	SRQ                bool
 	TransportType      mad.TransportServiceType
 	TargetACKDelay     uint8
-	// Path is the primary path rebuilt from the REQ (passive side).
+	// Path is the primary path rebuilt from the REQ (passive side). On
+	// an InfiniBand port it is LID-routed (RoCE false): DLID is the
+	// REQ's source LID and SLID the REQ's remote port LID, as
+	// cm_format_path_lid_from_req takes them; HopLimit is the received
+	// GRH's, 0 without one.
 	Path Path
 	// HasIP says the REQ carried an rdma_cm IP header: Src is the active
 	// side, Dst this side.
@@ -393,4 +406,9 @@ type Config struct {
 	// CM bounds only requests not yet read: rdma_ucm's backlog). The
 	// package documentation says what happens past it.
 	MaxHalfOpen int
+	// InfiniBandPorts lists the local ports whose link layer is
+	// InfiniBand (the kernel's rdma_protocol_ib); every other port is
+	// RoCE. On such a port a received REQ yields a LID-routed path and
+	// every MAD to the peer goes to its LID, as ib_cm does there.
+	InfiniBandPorts []uint8
 }

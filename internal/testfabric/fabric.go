@@ -6,12 +6,19 @@
 // and the transcript language of testdata/*.txt (Script) and the sweeps
 // drive it directly.
 //
+// NewInfiniBand makes the fabric one InfiniBand subnet instead: node i
+// has LID i+1 (SubnetAdmin.LID), its engine's port 1 is InfiniBand, and
+// a MAD goes to the node whose LID it is addressed to (a GRH, which it
+// has when its address has a GID, as umad's grh_present, must name the
+// same node); a misaddressed MAD is lost and recorded as an error.
+//
 // Every QP transition an engine emits is checked with qp.Check against the
 // fake QP's state; every engine's invariants are checked after every
 // input. Violations are collected in Fabric.Errors.
 package testfabric
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -54,6 +61,8 @@ type Node struct {
 	GID    rdma.GID
 	GUID   uint64
 	Engine *engine.Engine
+	// LID is the node's LID on an InfiniBand fabric (Index+1); 0 on RoCE.
+	LID uint16
 	// Crashed nodes receive nothing and send nothing.
 	Crashed  bool
 	Restarts int
@@ -77,7 +86,16 @@ type packet struct {
 	from, to int
 	retry    uint8
 	dup      bool
+	route    route
 	mad      [mad.MADSize]byte
+}
+
+// route is how a MAD was addressed on an InfiniBand fabric: the DLID and
+// SL its sender gave it and whether it carries a GRH.
+type route struct {
+	dlid uint16
+	sl   uint8
+	grh  bool
 }
 
 // Stats counts what happened on the wire.
@@ -119,7 +137,12 @@ type Fabric struct {
 	// (counted in Stats.Lost, never given to OnMessage) instead of being
 	// an error: the answers to a flood with forged GIDs go nowhere.
 	Unrouted bool
+	// OnQP, when set, sees every QP transition an engine emits that
+	// qp.Check accepts.
+	OnQP func(n *Node, t *engine.QPTransition)
 
+	// ib makes the fabric one InfiniBand subnet (NewInfiniBand).
+	ib     bool
 	stats  Stats
 	faults []*rule
 	down   map[[2]int]bool
@@ -145,12 +168,32 @@ func New(n int, seed uint64) *Fabric { return NewConfigured(n, seed, nil) }
 
 // NewConfigured is New with Configure set before the engines boot.
 func NewConfigured(n int, seed uint64, configure func(*Node, *engine.Config)) *Fabric {
+	return newFabric(n, seed, configure, false)
+}
+
+// NewInfiniBand returns a fabric of n nodes on one InfiniBand subnet:
+// node i has LID i+1 and the GID fe80::5254:00ff:fe00:<i+1> (port GUID
+// of the link-local prefix), its engine's port 1 is InfiniBand
+// (engine.Config.InfiniBandPorts), and MADs are routed by destination
+// LID. configure, when not nil, adjusts every engine's configuration.
+func NewInfiniBand(n int, seed uint64, configure func(*Node, *engine.Config)) *Fabric {
+	return newFabric(n, seed, configure, true)
+}
+
+func newFabric(n int, seed uint64, configure func(*Node, *engine.Config), ib bool) *Fabric {
 	f := &Fabric{Now: Epoch, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), down: map[[2]int]bool{},
-		byGID: map[rdma.GID]int{}, CheckInvariants: true, Configure: configure}
+		byGID: map[rdma.GID]int{}, CheckInvariants: true, Configure: configure, ib: ib}
 	for i := range n {
 		ip := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})
+		guid := 0x525400fffe000000 | uint64(i+1)
 		nd := &Node{Index: i, Name: fmt.Sprint(i + 1), IP: ip, GID: rdma.GIDFromAddr(ip),
-			GUID: 0x525400fffe000000 | uint64(i+1), seed: seed*1000 + uint64(i), f: f}
+			GUID: guid, seed: seed*1000 + uint64(i), f: f}
+		if ib {
+			// IPoIB keeps the IP; the GID is the port's link-local one.
+			nd.LID = uint16(i + 1)
+			nd.GID = rdma.GID{0: 0xfe, 1: 0x80}
+			binary.BigEndian.PutUint64(nd.GID[8:], guid)
+		}
 		f.Nodes = append(f.Nodes, nd)
 		f.byGID[nd.GID] = i
 		f.boot(nd)
@@ -161,6 +204,9 @@ func NewConfigured(n int, seed uint64, configure func(*Node, *engine.Config)) *F
 func (f *Fabric) boot(n *Node) {
 	cfg := engine.Config{CAGUID: n.GUID, ACKDelay: 15, RecordStates: f.Trace != nil || f.OnState != nil,
 		Source: engine.NewSeededSource(n.seed+uint64(n.idEpoch)*7919, 2)}
+	if f.ib {
+		cfg.InfiniBandPorts = []uint8{1}
+	}
 	if f.Configure != nil {
 		f.Configure(n, &cfg)
 	}
@@ -176,6 +222,10 @@ func (f *Fabric) boot(n *Node) {
 
 // Stats returns the wire counters.
 func (f *Fabric) Stats() Stats { return f.stats }
+
+// InfiniBand reports whether the fabric is an InfiniBand subnet
+// (NewInfiniBand).
+func (f *Fabric) InfiniBand() bool { return f.ib }
 
 // Crash stops node i: its engine and QPs are lost, MADs to it vanish.
 func (f *Fabric) Crash(i int) {
@@ -207,11 +257,12 @@ func (f *Fabric) RestartSameIDs(i int) {
 }
 
 // Inject puts a raw MAD from node i to node j on the wire, subject to the
-// faults: a misbehaving or replaying peer.
+// faults: a misbehaving or replaying peer. On InfiniBand it goes to j's
+// LID without a GRH.
 func (f *Fabric) Inject(i, j int, m []byte) {
 	var b [mad.MADSize]byte
 	copy(b[:], m)
-	f.send(i, j, &b, 0)
+	f.send(i, j, &b, 0, route{dlid: f.Nodes[j].LID})
 }
 
 func (f *Fabric) tracef(format string, args ...any) {
@@ -236,9 +287,20 @@ func (n *Node) NewQP() uint32 {
 
 // ConnectParams returns rdma_connect-like parameters from n to m's port
 // over the RoCE path the rdma_cm builds on rxe (Linux 6.1: P_Key 0xffff,
-// MTU 1024, hop limit 64, packet lifetime 18), with a new QPN of n's.
+// MTU 1024, hop limit 64, packet lifetime 18), with a new QPN of n's. On
+// an InfiniBand fabric the path is the one the fabric's SubnetAdmin with
+// its defaults gives (LIDs, hop limit 0, RoCE false).
 func (n *Node) ConnectParams(m *Node, port uint16) engine.ConnectParams {
 	qpn := n.NewQP()
+	if n.f.ib {
+		return engine.ConnectParams{
+			PortSpace: rdma.PortSpaceTCP,
+			Src:       netip.AddrPortFrom(n.IP, 40000+uint16(qpn)), Dst: netip.AddrPortFrom(m.IP, port),
+			Path: engine.Path{PathRecord: n.f.SubnetAdmin().Path(n, m, 0xffff).PathRecord, Port: 1},
+			QPN:  qpn, ResponderResources: 1, InitiatorDepth: 1,
+			RetryCount: 7, RNRRetryCount: 7, ManageQP: n.Policy.ManageQP,
+		}
+	}
 	return engine.ConnectParams{
 		PortSpace: rdma.PortSpaceTCP,
 		Src:       netip.AddrPortFrom(n.IP, 40000+uint16(qpn)), Dst: netip.AddrPortFrom(m.IP, port),
@@ -314,6 +376,10 @@ func (f *Fabric) drain(n *Node) {
 	}
 	for i := range r.Messages {
 		o := &r.Messages[i]
+		if f.ib {
+			f.sendIB(n, o)
+			continue
+		}
 		j, ok := f.nodeByGID(o.To.GID)
 		if !ok && f.Unrouted && o.To.QPN == 1 {
 			f.stats.Sent++
@@ -324,7 +390,7 @@ func (f *Fabric) drain(n *Node) {
 			f.errorf(n, "MAD to %v QP %d: no such node", o.To.GID, o.To.QPN)
 			continue
 		}
-		f.send(n.Index, j, &o.MAD, o.Retry)
+		f.send(n.Index, j, &o.MAD, o.Retry, route{})
 	}
 	if n.OnEvent == nil && f.Trace == nil && !f.RecordEvents {
 		// Fast path: the policies only queue typed actions, run once
@@ -365,6 +431,41 @@ func (f *Fabric) drain(n *Node) {
 	}
 }
 
+// sendIB routes an outgoing MAD of node n as an InfiniBand switch does:
+// by its destination LID alone. A LID no node has, a QP other than the
+// GSI QP, or a GRH whose DGID is not the LID's node is a misaddressed
+// MAD: it is lost (Stats.Lost) and recorded in Errors, so the test fails.
+func (f *Fabric) sendIB(n *Node, o *engine.Outbound) {
+	j, ok := f.nodeByLID(o.To.LID)
+	grh := o.To.GID != (rdma.GID{}) // as umad sets grh_present
+	switch {
+	case !ok && f.Unrouted && o.To.QPN == 1:
+		f.stats.Sent++
+		f.stats.Lost++
+		return
+	case !ok || o.To.QPN != 1:
+		f.stats.Sent++
+		f.stats.Lost++
+		f.errorf(n, "MAD %s to LID %#x QP %d: no such node", mad.Describe(o.MAD[:]), o.To.LID, o.To.QPN)
+		return
+	case grh && o.To.GID != f.Nodes[j].GID:
+		f.stats.Sent++
+		f.stats.Lost++
+		f.errorf(n, "MAD %s to LID %#x with a GRH for %v: LID %#x is node %s, GID %v",
+			mad.Describe(o.MAD[:]), o.To.LID, o.To.GID, o.To.LID, f.Nodes[j].Name, f.Nodes[j].GID)
+		return
+	}
+	f.send(n.Index, j, &o.MAD, o.Retry, route{dlid: o.To.LID, sl: o.To.SL, grh: grh})
+}
+
+// nodeByLID finds the node with LID l on an InfiniBand fabric.
+func (f *Fabric) nodeByLID(l uint16) (int, bool) {
+	if l == 0 || int(l) > len(f.Nodes) {
+		return 0, false
+	}
+	return int(l) - 1, true
+}
+
 func clone(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
@@ -398,8 +499,26 @@ func (f *Fabric) applyQP(n *Node, t *engine.QPTransition) {
 		f.errorf(n, "QP %#x %v->%v: %w", t.QPN, t.From, t.To, err)
 		return
 	}
+	if f.ib && t.Mask&qp.MaskAV != 0 {
+		// The QP's packets are routed as the CM's are: by DLID.
+		ah := &t.Attr.AH
+		if j, ok := f.nodeByLID(ah.DLID); !ok {
+			f.errorf(n, "QP %#x %v->%v: address vector DLID %#x: no such node", t.QPN, t.From, t.To, ah.DLID)
+		} else if ah.IsGlobal && ah.GRH.DGID != f.Nodes[j].GID {
+			f.errorf(n, "QP %#x %v->%v: address vector DLID %#x with a GRH for %v, not node %s's GID",
+				t.QPN, t.From, t.To, ah.DLID, ah.GRH.DGID, f.Nodes[j].Name)
+		}
+	}
 	n.QPs[t.QPN] = t.To
-	f.tracef("%s: %v", n.Name, t)
+	if f.ib && t.Mask&qp.MaskAV != 0 && f.Trace != nil {
+		ah := &t.Attr.AH
+		f.tracef("%s: %v av=[dlid=%d sl=%d global=%v]", n.Name, t, ah.DLID, ah.SL, ah.IsGlobal)
+	} else {
+		f.tracef("%s: %v", n.Name, t)
+	}
+	if f.OnQP != nil {
+		f.OnQP(n, t)
+	}
 }
 
 // policyAct is one thing a Policy does in answer to an event.
@@ -466,6 +585,10 @@ func (f *Fabric) act(n *Node, a *policyAct) {
 
 func (f *Fabric) handle(n *Node, ev *Event) {
 	f.tracef("%s: %v", n.Name, &ev.Event)
+	if f.ib && ev.Type == engine.EventConnectRequest && f.Trace != nil {
+		p := &ev.Conn.Path
+		f.tracef("%s: path slid=%d dlid=%d sl=%d hop-limit=%d roce=%v", n.Name, p.SLID, p.DLID, p.SL, p.HopLimit, p.RoCE)
+	}
 	f.acts = f.acts[:0]
 	f.policy(n, &ev.Event)
 	for _, a := range f.acts {
@@ -477,8 +600,8 @@ func (f *Fabric) handle(n *Node, ev *Event) {
 }
 
 // send puts a MAD from node i to node j on the wire, applying partitions
-// and faults.
-func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
+// and faults; rt is its InfiniBand addressing (zero on RoCE).
+func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8, rt route) {
 	f.stats.Sent++
 	down := f.linkDown(i, j)
 	if !down && len(f.faults) == 0 && f.Latency == 0 && (len(f.heap) == 0 || f.heap[0].at.After(f.Now)) {
@@ -489,14 +612,14 @@ func (f *Fabric) send(i, j int, m *[mad.MADSize]byte, retry uint8) {
 			f.fifo = append(f.fifo, packet{})
 		}
 		q := &f.fifo[len(f.fifo)-1]
-		q.at, q.seq, q.from, q.to, q.retry, q.dup = f.Now, f.seq, i, j, retry, false
+		q.at, q.seq, q.from, q.to, q.retry, q.dup, q.route = f.Now, f.seq, i, j, retry, false, rt
 		q.mad = *m // alone: in a tuple assignment it would be copied twice
 		f.seq++
 		return
 	}
 	// p is the fabric's own: a local would escape through report.
 	p := &f.sending
-	*p = packet{at: f.Now.Add(f.Latency), from: i, to: j, retry: retry, mad: *m}
+	*p = packet{at: f.Now.Add(f.Latency), from: i, to: j, retry: retry, route: rt, mad: *m}
 	if down {
 		f.stats.Lost++
 		f.report(p, Lost)
@@ -624,11 +747,26 @@ func (f *Fabric) deliver(p *packet) {
 		p.dup = p.dup || k == 1
 		f.report(p, Delivered)
 		p.dup = dup
-		to.Engine.Receive(f.Now, engine.Addr{Port: 1, GID: from.GID, QPN: 1, HopLimit: 64}, p.mad[:])
+		to.Engine.Receive(f.Now, f.source(from, p), p.mad[:])
 		if k == 0 && n == 2 {
 			f.Flush()
 		}
 	}
+}
+
+// source is the address a received MAD reports, as umad gives it: on
+// RoCE the sender's GID and hop limit 64; on InfiniBand its LID and the
+// packet's SL, and the GID and a hop limit (ib_init_ah_attr_from_wc's
+// 0xff) only with a GRH.
+func (f *Fabric) source(from *Node, p *packet) engine.Addr {
+	if !f.ib {
+		return engine.Addr{Port: 1, GID: from.GID, QPN: 1, HopLimit: 64}
+	}
+	a := engine.Addr{Port: 1, LID: from.LID, SL: p.route.sl, QPN: 1}
+	if p.route.grh {
+		a.GID, a.HopLimit = from.GID, 0xff
+	}
+	return a
 }
 
 // Stabilize delivers every MAD due now, and every MAD the deliveries cause

@@ -1,6 +1,7 @@
 package testfabric
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/go-rdma/rdmacm/mad"
@@ -102,6 +103,11 @@ type Message struct {
 	Duplicate bool
 	Fate      Fate
 	MAD       []byte
+	// DLID, SL and GRH are how the sender addressed the MAD on an
+	// InfiniBand fabric (zero on RoCE): the fabric routed it by DLID.
+	DLID uint16
+	SL   uint8
+	GRH  bool
 }
 
 var fateTrace = [...]string{Delivered: "", Dropped: " DROPPED", Lost: " LOST"}
@@ -112,10 +118,22 @@ func (f *Fabric) report(p *packet, fate Fate) {
 		if p.dup && fate == Delivered {
 			extra = " (duplicate)"
 		}
+		if f.ib {
+			extra = routeTrace(p.route) + extra
+		}
 		f.tracef("%s>%s %s%s", f.Nodes[p.from].Name, f.Nodes[p.to].Name, mad.Describe(p.mad[:]), extra)
 	}
 	if f.OnMessage != nil {
 		f.OnMessage(Message{At: f.Now, From: p.from, To: p.to, Kind: attrOf(p.mad[:]), Retry: p.retry,
-			Duplicate: p.dup, Fate: fate, MAD: p.mad[:]})
+			Duplicate: p.dup, Fate: fate, MAD: p.mad[:], DLID: p.route.dlid, SL: p.route.sl, GRH: p.route.grh})
 	}
+}
+
+// routeTrace is the addressing a trace line shows on InfiniBand.
+func routeTrace(r route) string {
+	g := ""
+	if r.grh {
+		g = " grh"
+	}
+	return fmt.Sprintf(" [dlid=%d sl=%d%s]", r.dlid, r.sl, g)
 }

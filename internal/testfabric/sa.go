@@ -6,9 +6,10 @@ import (
 )
 
 // SubnetAdmin answers PathRecord queries for the fabric's nodes as an
-// InfiniBand SA does: node i has LID i+1, every path is within the
-// subnet (hop limit 0, so a REQ carries the LIDs), and the path's SL,
-// MTU, rate and packet lifetime are the SubnetAdmin's.
+// InfiniBand SA does: node i has LID i+1 (Node.LID on an InfiniBand
+// fabric), every path is within the subnet (hop limit 0, so a REQ
+// carries the LIDs), and the path's SL, MTU, rate and packet lifetime
+// are the SubnetAdmin's.
 type SubnetAdmin struct {
 	f              *Fabric
 	SL             uint8
@@ -28,6 +29,15 @@ func (f *Fabric) SubnetAdmin() *SubnetAdmin {
 
 // LID is node n's LID.
 func (s *SubnetAdmin) LID(n *Node) uint16 { return uint16(n.Index + 1) }
+
+// Path is the record the SA gives for the path from src to dst in
+// partition pkey.
+func (s *SubnetAdmin) Path(src, dst *Node, pkey uint16) sa.PathRecord {
+	return sa.PathRecord{PathRecord: rdma.PathRecord{
+		SGID: src.GID, DGID: dst.GID, SLID: s.LID(src), DLID: s.LID(dst),
+		Reversible: true, PKey: pkey, SL: s.SL, MTU: s.MTU, Rate: s.Rate, PacketLifeTime: s.PacketLifeTime},
+		MTUSelector: sa.Exactly, RateSelector: sa.Exactly, PacketLifeTimeSelector: sa.Exactly}
+}
 
 // Answer returns the SA's response to the query in b; a MAD that is
 // not a PathRecord query gets none, as an SA drops it.
@@ -50,13 +60,12 @@ func (s *SubnetAdmin) Answer(b []byte) (out [sa.MADSize]byte, ok bool) {
 	case !okS || !okD:
 		r.Status = sa.StatusNoRecords << 8
 	default:
-		p := sa.PathRecord{ServiceID: q.Record.ServiceID, PathRecord: rdma.PathRecord{
-			SGID: q.Record.SGID, DGID: q.Record.DGID, SLID: s.LID(s.f.Nodes[src]), DLID: s.LID(s.f.Nodes[dst]),
-			Reversible: true, PKey: 0xffff, SL: s.SL, MTU: s.MTU, Rate: s.Rate, PacketLifeTime: s.PacketLifeTime},
-			MTUSelector: sa.Exactly, RateSelector: sa.Exactly, PacketLifeTimeSelector: sa.Exactly}
+		pkey := uint16(0xffff)
 		if q.CompMask&sa.CompPKey != 0 {
-			p.PKey = q.Record.PKey
+			pkey = q.Record.PKey
 		}
+		p := s.Path(s.f.Nodes[src], s.f.Nodes[dst], pkey)
+		p.ServiceID = q.Record.ServiceID
 		if q.CompMask&sa.CompTrafficClass != 0 {
 			p.TrafficClass = q.Record.TrafficClass
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-rdma/rdmacm/cm/engine"
 	"github.com/go-rdma/rdmacm/mad"
 	"github.com/go-rdma/rdmacm/mad/sa"
+	"github.com/go-rdma/rdmacm/qp"
 	"github.com/go-rdma/rdmacm/rdma"
 )
 
@@ -15,9 +16,10 @@ import (
 // (a PathRecord Get to the SA, over a link that loses the first two
 // sends and duplicates the answer), then connects over it: the REQ's
 // primary path carries the SA's LIDs, SL, rate and MTU, and both sides
-// are established.
+// are established. The fabric is an InfiniBand subnet: the MADs go by
+// LID.
 func TestSAPathThenConnect(t *testing.T) {
-	f := New(2, 1)
+	f := NewInfiniBand(2, 1, nil)
 	f.RecordEvents = true
 	a, b := f.Nodes[0], f.Nodes[1]
 	for _, n := range f.Nodes {
@@ -100,6 +102,12 @@ func TestSAPathThenConnect(t *testing.T) {
 	// side when the RTU arrives.
 	if st, _ := a.Engine.State(id); st != engine.StateEstablished {
 		t.Fatalf("active side in %v, want established", st)
+	}
+	// The application's QP (rdma_init_qp_attr) goes to the SA's LID
+	// without a GRH.
+	attr, _, err := a.Engine.InitQPAttr(id, qp.RTR)
+	if ah := attr.AH; err != nil || ah.DLID != p.DLID || ah.SL != p.SL || ah.IsGlobal || ah.StaticRate != p.Rate || attr.PathMTU != p.MTU {
+		t.Fatalf("RTR attributes %+v: %v", attr, err)
 	}
 	passive := false
 	for _, ev := range f.Events {

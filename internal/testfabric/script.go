@@ -297,7 +297,7 @@ func (s *Script) exec(cmd string, pos []string, args map[string]string) error {
 
 func (s *Script) now() time.Time { return s.F.Now }
 
-// nodes <n> [seed=<s>]
+// nodes <n> [seed=<s>] [ib=true]
 func (s *Script) cmdNodes(_ string, pos []string, args map[string]string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("nodes <n>")
@@ -310,7 +310,11 @@ func (s *Script) cmdNodes(_ string, pos []string, args map[string]string) error 
 	if err != nil {
 		return err
 	}
-	s.F = New(n, seed)
+	if args["ib"] == "true" {
+		s.F = NewInfiniBand(n, seed, nil)
+	} else {
+		s.F = New(n, seed)
+	}
 	s.F.Trace = s.trace
 	s.F.NameID = func(node int, id engine.ID) { s.alias(node, id) }
 	for _, nd := range s.F.Nodes {
