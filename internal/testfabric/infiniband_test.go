@@ -14,6 +14,23 @@ import (
 
 // resolveIB asks f's SA for the path from a to b as the rdma_cm does
 // (sa.CMQuery through the sans-I/O resolver) and returns the record.
+// connectOver connects a to b's port over the SA's path p on port 1 and
+// runs the fabric until it is quiet.
+func connectOver(t *testing.T, f *Fabric, a, b *Node, port uint16, p sa.PathRecord) engine.ID {
+	t.Helper()
+	params := a.ConnectParams(b, port)
+	params.Path = engine.Path{PathRecord: p.PathRecord, Port: 1}
+	id, err := a.Engine.Connect(f.Now, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Run(1000)
+	if err := f.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func resolveIB(t *testing.T, f *Fabric, admin *SubnetAdmin, a, b *Node, sid uint64) sa.PathRecord {
 	t.Helper()
 	r := sa.NewResolver(sa.ResolverConfig{})
@@ -89,16 +106,7 @@ func TestInfiniBandConnectDisconnect(t *testing.T) {
 			}
 		}
 	}
-	params := a.ConnectParams(b, port)
-	params.Path = engine.Path{PathRecord: p.PathRecord, Port: 1}
-	id, err := a.Engine.Connect(f.Now, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Run(1000)
-	if err := f.Err(); err != nil {
-		t.Fatal(err)
-	}
+	id := connectOver(t, f, a, b, port, p)
 	if st, _ := a.Engine.State(id); st != engine.StateEstablished {
 		t.Fatalf("active side in %v", st)
 	}

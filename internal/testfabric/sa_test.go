@@ -83,16 +83,7 @@ func TestSAPathThenConnect(t *testing.T) {
 			}
 		}
 	}
-	params := a.ConnectParams(b, port)
-	params.Path = engine.Path{PathRecord: p.PathRecord, Port: 1}
-	id, err := a.Engine.Connect(f.Now, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Run(1000)
-	if err := f.Err(); err != nil {
-		t.Fatal(err)
-	}
+	id := connectOver(t, f, a, b, port, p)
 	got := req.Primary
 	if got.LocalLID != p.SLID || got.RemoteLID != p.DLID || got.SL != p.SL || got.PacketRate != p.Rate ||
 		!got.SubnetLocal || got.LocalGID != a.GID || got.RemoteGID != b.GID || req.PathMTU != p.MTU {
