@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,14 @@ func helper(role string, args []string) error {
 	count, _ := strconv.Atoi(args[2])
 	iters, _ := strconv.Atoi(args[3])
 	opts := &rsocket.Options{Backend: rdma.Backend(args[4])}
+	if role == "httpclient" { // TestHTTPKeepAliveInGuest's client: count requests
+		if os.Getenv("RSOCKET_WATCHDOG") == "" {
+			// A hang prints this process's goroutines before the test's deadline.
+			debug.SetTraceback("all")
+			time.AfterFunc(90*time.Second, func() { panic("httpclient: still running after 90s") })
+		}
+		return httpClientLoop(args[0], httpOpts(opts.Backend, iters != 0), count)
+	}
 	p := &rstreamPeer{client: role == "client", size: size, count: count, iters: iters, verify: true}
 	var c net.Conn
 	if strings.HasPrefix(role, "rio") {
