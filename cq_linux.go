@@ -23,11 +23,17 @@ type poller struct {
 	spin int
 
 	mu      sync.Mutex
-	q       [2][]uverbs.WC
+	q       [2][]uverbs.WC // completions polled and not yet returned, in qarr
 	armed   [2]bool
 	waiting bool
 	news    chan struct{}
-	buf     [16]uverbs.WC
+	// newsTaken: a goroutine waits on news, so the wait in progress
+	// closes it (and makes the next); a wait nobody waited on allocates
+	// no channel.
+	newsTaken bool
+	buf       [16]uverbs.WC
+	qarr      [2][16]uverbs.WC
+	woke      []*uverbs.CQ // the channel wait's CQs (only the waiter touches it)
 }
 
 // errGone is returned by next when gone ended and nothing is queued.
@@ -35,7 +41,13 @@ type goneError struct{}
 
 func (goneError) Error() string { return "gone" }
 
+// pollLocked polls queue k's CQ into its queue; next calls it only when
+// that queue is empty, so it refills the queue's array from the start and
+// nothing is allocated.
 func (p *poller) pollLocked(k int) (int, error) {
+	if len(p.q[k]) == 0 {
+		p.q[k] = p.qarr[k][:0]
+	}
 	n, err := p.cqs[k].Poll(p.buf[:])
 	if err != nil {
 		return 0, err
@@ -89,6 +101,7 @@ func (p *poller) next(ctx, gone context.Context, k int) (uverbs.WC, error) {
 		}
 		if p.waiting {
 			news := p.news
+			p.newsTaken = true
 			p.mu.Unlock()
 			select {
 			case <-news:
@@ -100,22 +113,32 @@ func (p *poller) next(ctx, gone context.Context, k int) (uverbs.WC, error) {
 		}
 		p.waiting = true
 		p.mu.Unlock()
-		wctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(gone, cancel)
-		cqs, err := p.ch.Wait(wctx)
-		stop()
-		cancel()
+		if ctx.Done() == nil {
+			// A context that never ends (examples/echo's): the wait ends
+			// with the connection only, so it takes gone itself, which the
+			// channel keeps registered from one wait to the next.
+			p.woke, err = p.ch.WaitInto(gone, p.woke)
+		} else {
+			wctx, cancel := context.WithCancel(ctx)
+			stop := context.AfterFunc(gone, cancel)
+			p.woke, err = p.ch.WaitInto(wctx, p.woke)
+			stop()
+			cancel()
+		}
 		p.mu.Lock()
 		p.waiting = false
-		for _, cq := range cqs {
+		for _, cq := range p.woke {
 			for i := range p.cqs {
 				if p.cqs[i] == cq {
 					p.armed[i] = false
 				}
 			}
 		}
-		close(p.news)
-		p.news = make(chan struct{})
+		if p.newsTaken {
+			close(p.news)
+			p.news = make(chan struct{})
+			p.newsTaken = false
+		}
 		if err != nil && gone.Err() == nil && ctx.Err() == nil {
 			p.mu.Unlock()
 			return uverbs.WC{}, err

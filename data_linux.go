@@ -132,17 +132,25 @@ func (ep *Endpoint) PostRecv(m *MR, off, n int) error {
 	if ep.cfg.srq != nil {
 		return fmt.Errorf("rdmacm: the endpoint receives from a shared receive queue: post to it (SRQ.PostRecv): %w", ErrInvalidArgument)
 	}
-	if m == nil && off == 0 && n == 0 {
-		return ep.qp.PostRecv([]uverbs.RecvWR{{}})
-	}
-	if m == nil {
+	var sge uverbs.SGE
+	switch {
+	case m == nil && off == 0 && n == 0:
+	case m == nil:
 		return fmt.Errorf("rdmacm: a receive of %d bytes without memory: %w", n, ErrInvalidArgument)
+	default:
+		var err error
+		if sge, err = m.sge(off, n); err != nil {
+			return err
+		}
 	}
-	sge, err := m.sge(off, n)
-	if err != nil {
-		return err
+	ep.recvMu.Lock()
+	defer ep.recvMu.Unlock()
+	ep.recvWR[0] = uverbs.RecvWR{ID: uint64(off)}
+	if m != nil {
+		ep.recvSGE[0] = sge
+		ep.recvWR[0].SGEs = ep.recvSGE[:]
 	}
-	return ep.qp.PostRecv([]uverbs.RecvWR{{ID: uint64(off), SGEs: []uverbs.SGE{sge}}})
+	return ep.qp.PostRecv(ep.recvWR[:])
 }
 
 // PostSend sends n bytes of m at off (inline when n <= MaxInline).
@@ -179,12 +187,16 @@ func (ep *Endpoint) post(m *MR, off, n int, op uverbs.Opcode, imm uint32, r Remo
 	if rdma && uint64(n) > uint64(r.Len) {
 		return fmt.Errorf("rdmacm: %d bytes to a %d-byte remote buffer: %w", n, r.Len, ErrInvalidArgument)
 	}
-	wr := uverbs.SendWR{ID: uint64(off), Opcode: op, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{sge},
+	ep.sendMu.Lock()
+	defer ep.sendMu.Unlock()
+	ep.sendSGE[0] = sge
+	wr := &ep.sendWR[0]
+	*wr = uverbs.SendWR{ID: uint64(off), Opcode: op, Flags: uverbs.SendSignaled, SGEs: ep.sendSGE[:],
 		Imm: imm, RemoteAddr: r.Addr, RKey: r.RKey}
 	if !rdma && n > 0 && n <= int(ep.cfg.inline) {
 		wr.Flags |= uverbs.SendInline
 	}
-	return ep.qp.PostSend([]uverbs.SendWR{wr})
+	return ep.qp.PostSend(ep.sendWR[:])
 }
 
 // WaitSend waits for the next send-queue completion (sends, writes,

@@ -56,6 +56,14 @@ type Endpoint struct {
 	dreq       chan struct{} // closed on DISCONNECTED
 	dreqOnce   sync.Once
 	qpMu       sync.Mutex // QP state changes
+	// The work requests Post* build, reused so that a post allocates
+	// nothing (the provider copies them into the queue at post time).
+	sendMu  sync.Mutex
+	sendWR  [1]uverbs.SendWR
+	sendSGE [1]uverbs.SGE
+	recvMu  sync.Mutex
+	recvWR  [1]uverbs.RecvWR
+	recvSGE [1]uverbs.SGE
 }
 
 // Dial connects to address ("host:port"; host is a name, an IPv4 or an
