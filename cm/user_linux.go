@@ -31,9 +31,10 @@ import (
 //
 // UD IDs of RDMA_PS_UDP run over the engine's SIDR (user_ud_linux.go).
 // Not supported (EOPNOTSUPP): AF_IB addresses and InfiniBand (non-RoCE)
-// ports. The engine addresses InfiniBand peers by LID, but IPoIB runs over
-// ib_cm, which must be absent for the engine to own the CM class, so such
-// a port would need AF_IB addressing (docs/architecture.md). Multicast
+// ports. The engine addresses InfiniBand peers by LID, but IPoIB built
+// with connected mode (Debian's) depends on ib_cm, which must be absent
+// for the engine to own the CM class, so such a port would need AF_IB
+// addressing (docs/architecture.md). Multicast
 // joins RoCE groups without the SA (user_mcast_linux.go).
 //
 // Its parts: the ports, their transports and engine runners
