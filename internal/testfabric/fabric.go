@@ -292,24 +292,19 @@ func (n *Node) NewQP() uint32 {
 // its defaults gives (LIDs, hop limit 0, RoCE false).
 func (n *Node) ConnectParams(m *Node, port uint16) engine.ConnectParams {
 	qpn := n.NewQP()
+	path := engine.Path{
+		PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: n.GID, DGID: m.GID, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: 18},
+		Port:       1,
+		RoCE:       true,
+	}
 	if n.f.ib {
-		return engine.ConnectParams{
-			PortSpace: rdma.PortSpaceTCP,
-			Src:       netip.AddrPortFrom(n.IP, 40000+uint16(qpn)), Dst: netip.AddrPortFrom(m.IP, port),
-			Path: engine.Path{PathRecord: n.f.SubnetAdmin().Path(n, m, 0xffff).PathRecord, Port: 1},
-			QPN:  qpn, ResponderResources: 1, InitiatorDepth: 1,
-			RetryCount: 7, RNRRetryCount: 7, ManageQP: n.Policy.ManageQP,
-		}
+		path = engine.Path{PathRecord: n.f.SubnetAdmin().Path(n, m, 0xffff).PathRecord, Port: 1}
 	}
 	return engine.ConnectParams{
 		PortSpace: rdma.PortSpaceTCP,
 		Src:       netip.AddrPortFrom(n.IP, 40000+uint16(qpn)), Dst: netip.AddrPortFrom(m.IP, port),
-		Path: engine.Path{
-			PathRecord: rdma.PathRecord{PKey: 0xffff, SGID: n.GID, DGID: m.GID, HopLimit: 64, MTU: rdma.MTU1024, PacketLifeTime: 18},
-			Port:       1,
-			RoCE:       true,
-		},
-		QPN: qpn, ResponderResources: 1, InitiatorDepth: 1,
+		Path: path,
+		QPN:  qpn, ResponderResources: 1, InitiatorDepth: 1,
 		RetryCount: 7, RNRRetryCount: 7, ManageQP: n.Policy.ManageQP,
 	}
 }
