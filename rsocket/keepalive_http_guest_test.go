@@ -127,9 +127,9 @@ func httpClientLoop(addr string, opts rsocket.Options, rounds int) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		var err error
 		if i%2 == 0 {
-			err = httpGet(ctx, client, fmt.Sprintf("http://%s/get?n=%d", addr, n), httpPattern(n))
+			err = httpExchange(ctx, client, fmt.Sprintf("http://%s/get?n=%d", addr, n), nil, httpPattern(n))
 		} else {
-			err = httpPost(ctx, client, "http://"+addr+"/post", httpPattern(n))
+			err = httpExchange(ctx, client, "http://"+addr+"/post", httpPattern(n), []byte(strconv.Itoa(n)))
 		}
 		cancel()
 		if err != nil {
@@ -142,8 +142,15 @@ func httpClientLoop(addr string, opts rsocket.Options, rounds int) error {
 	return nil
 }
 
-func httpGet(ctx context.Context, c *http.Client, url string, want []byte) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// httpExchange sends one request, a POST of body when body is not nil
+// and a GET otherwise, and checks that the answer is 200 with want as
+// its body.
+func httpExchange(ctx context.Context, c *http.Client, url string, body, want []byte) error {
+	method, rd := http.MethodGet, io.Reader(nil)
+	if body != nil {
+		method, rd = http.MethodPost, bytes.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, rd)
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
@@ -153,25 +160,8 @@ func httpGet(ctx context.Context, c *http.Client, url string, want []byte) error
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(got, want) {
-		return fmt.Errorf("GET: %d bytes, differ from the %d sent", len(got), len(want))
-	}
-	return nil
-}
-
-func httpPost(ctx context.Context, c *http.Client, url string, body []byte) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	reply, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || string(reply) != strconv.Itoa(len(body)) {
-		return fmt.Errorf("POST: %s %q", resp.Status, reply)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, want) {
+		return fmt.Errorf("%s: %s, %d bytes (%.40q), not the %d expected", method, resp.Status, len(got), got, len(want))
 	}
 	return nil
 }
