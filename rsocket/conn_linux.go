@@ -685,16 +685,25 @@ func (c *Conn) shutdown(ctx context.Context, write bool) error {
 }
 
 // waitLocked polls until test holds, the connection ends or ctx ends,
-// with c.mu held (released while it sleeps).
+// with c.mu held (released while it sleeps). The sleeps grow from 1 ms
+// to 64 ms: a wait that outlasts a round trip is one for the QP's
+// retries.
 func (c *Conn) waitLocked(ctx context.Context, test func() bool) error {
-	for {
+	var t *time.Timer
+	for d := time.Millisecond; ; d = min(2*d, 64*time.Millisecond) {
 		c.pollLocked()
 		if test() || !c.k.connected {
 			return nil
 		}
 		c.mu.Unlock()
+		if t == nil {
+			t = time.NewTimer(d)
+			defer t.Stop()
+		} else {
+			t.Reset(d)
+		}
 		select {
-		case <-time.After(time.Millisecond):
+		case <-t.C:
 		case <-ctx.Done():
 			c.mu.Lock()
 			return ctx.Err()
@@ -702,6 +711,28 @@ func (c *Conn) waitLocked(ctx context.Context, test func() bool) error {
 		c.mu.Lock()
 	}
 }
+
+// drainTime bounds how long a shutdown waits for its sends to complete.
+// Until the QP's own retries run out (each waits the local ACK timeout,
+// 4.096 µs × 2^Timeout) a send may still reach the peer, so giving up
+// sooner would lose data already written, as rsocket.c's rshutdown,
+// which waits without a bound, never does. After them the QP has failed
+// the sends itself; the bound only covers a peer that never replies at
+// all (RNR retries are unbounded).
+func (c *Conn) drainTime() time.Duration {
+	a, err := c.r.q.Query(qp.MaskTimeout | qp.MaskRetryCnt)
+	if err != nil || a.Timeout == 0 || a.Timeout > 24 { // 0: no timeout; 24: over a minute a try
+		return maxDrainTime
+	}
+	// One try more than the QP makes, so that its verdict comes first.
+	try := 4096 * time.Nanosecond << a.Timeout
+	return min(max(try*time.Duration(a.RetryCnt+2), minDrainTime), maxDrainTime)
+}
+
+const (
+	minDrainTime = 2 * time.Second
+	maxDrainTime = 2 * time.Minute
+)
 
 // CloseWrite half-closes: the peer reads io.EOF, this side may still
 // read (rshutdown(SHUT_WR), CTRL(SHUTDOWN)).
@@ -711,7 +742,7 @@ func (c *Conn) CloseWrite() error {
 		return c.opErr("close", net.ErrClosed)
 	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), c.drainTime())
 	defer cancel()
 	if err := c.shutdown(ctx, true); err != nil {
 		return c.opErr("close", err)
@@ -719,9 +750,10 @@ func (c *Conn) CloseWrite() error {
 	return nil
 }
 
-// Close sends DISCONNECT, waits (at most a few seconds) for the sends to
-// complete, disconnects and releases everything; blocked Reads and Writes
-// return net.ErrClosed.
+// Close sends DISCONNECT, waits for the sends to complete (so the peer
+// gets everything written before; at most as long as the QP's retries
+// take, seconds to a peer that is gone), disconnects and releases
+// everything; blocked Reads and Writes return net.ErrClosed.
 func (c *Conn) Close() error {
 	err := c.opErr("close", net.ErrClosed)
 	c.once.Do(func() {
@@ -729,7 +761,7 @@ func (c *Conn) Close() error {
 		if c.ka != nil {
 			c.ka.Stop()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), c.drainTime())
 		c.shutdown(ctx, false)
 		cancel()
 		close(c.closed)

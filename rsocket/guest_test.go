@@ -100,9 +100,10 @@ func helper(role string, args []string) error {
 		rp := &rioPeer{client: role == "rioclient", size: size, count: count, iters: iters, verify: true}
 		return rp.run(rc)
 	}
-	if role == "hold" { // the peer of the dead-peer tests: sink until the end
+	if role == "hold" { // the peer of the dead-peer and drain tests: sink until the end
 		fmt.Println("HOLDING")
-		_, err := io.Copy(io.Discard, c)
+		n, err := io.Copy(io.Discard, c)
+		fmt.Printf("HELD %d\n", n)
 		return err
 	}
 	return p.run(c)
