@@ -11,10 +11,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +62,8 @@ func Run(t *testing.T, server, client string, ready string) (srvOut, cliOut stri
 	}
 	srv := exec.CommandContext(ctx, self)
 	srv.Env = append(os.Environ(), "GOTRACEBACK=all", envMain+"=-backend "+Backend()+" "+server)
-	srv.Stderr = os.Stderr
+	var srvErr lockedBuffer
+	srv.Stderr = io.MultiWriter(os.Stderr, &srvErr)
 	pipe, err := srv.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -96,12 +99,19 @@ func Run(t *testing.T, server, client string, ready string) (srvOut, cliOut stri
 	}
 	if err != nil {
 		srv.Process.Signal(syscall.SIGQUIT)
+		srvOut := "still running 10s after SIGQUIT"
 		select {
 		case <-rest:
-			t.Fatalf("client: %v\n%s\nserver (sent SIGQUIT, stacks on stderr):\n%s", err, cliOut, out.String())
+			srvOut = out.String()
 		case <-time.After(10 * time.Second):
-			t.Fatalf("client: %v\n%s\nserver: still running 10s after SIGQUIT", err, cliOut)
 		}
+		var stderr string
+		if res != nil {
+			stderr = res.Stderr
+		}
+		// The condensed stacks come last: CI shows a failed test's end.
+		t.Fatalf("client: %v\n%s\nserver (sent SIGQUIT, stacks on stderr):\n%s\nwhere the client waits:\n%s\nwhere the server waits:\n%s",
+			err, cliOut, srvOut, Waits(stderr), Waits(srvErr.String()))
 	}
 	done := make(chan error, 1)
 	go func() { <-rest; done <- srv.Wait() }()
@@ -115,4 +125,56 @@ func Run(t *testing.T, server, client string, ready string) (srvOut, cliOut stri
 	}
 	t.Logf("server:\n%s\nclient:\n%s", out.String(), cliOut)
 	return out.String(), cliOut
+}
+
+// lockedBuffer is a strings.Builder that a process's output can be
+// copied into while another goroutine reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Waits condenses a Go traceback to the goroutines in this module's code,
+// one line each: state, then the module's and net/http's functions,
+// innermost first. CI shows the end of a failed test's output, and whole
+// tracebacks push the frames that matter out of it.
+func Waits(traceback string) string {
+	var b strings.Builder
+	for _, g := range strings.Split(traceback, "\n\ngoroutine ")[1:] {
+		lines := strings.Split(g, "\n")
+		var fns []string
+		for _, l := range lines[1:] {
+			if l == "" || strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "created by") {
+				continue
+			}
+			if strings.Contains(l, "go-rdma/rdmacm") || strings.HasPrefix(l, "net/http.") {
+				fn := l[strings.LastIndex(l, "/")+1:]
+				if i := strings.LastIndex(fn, "("); i > 0 {
+					fn = fn[:i]
+				}
+				fns = append(fns, fn)
+			}
+		}
+		if len(fns) > 0 && slices.ContainsFunc(fns, func(f string) bool { return !strings.HasPrefix(f, "http.") }) {
+			// "7 gp=0x... m=nil [select]:" -> "7 [select]"
+			head := strings.TrimSuffix(lines[0], ":")
+			if i, j := strings.IndexByte(head, ' '), strings.IndexByte(head, '['); i > 0 && j > i {
+				head = head[:i] + " " + head[j:]
+			}
+			fmt.Fprintf(&b, "goroutine %s %s\n", head, strings.Join(fns, " < "))
+		}
+	}
+	return b.String()
 }
