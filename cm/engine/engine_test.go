@@ -782,6 +782,36 @@ func TestIPHeaderChecks(t *testing.T) {
 	}
 }
 
+// On RoCE a REQ whose path names another GID than the packet came from
+// is refused (REJ 12, INVALID_GID) to the packet's source: the replies
+// and the QP would otherwise go to a third party, or nowhere (zero).
+func TestREQPathNotSourceREJ12(t *testing.T) {
+	for _, sgid := range []rdma.GID{{}, rdma.GIDFromAddr(netip.MustParseAddr("192.0.2.9"))} {
+		w, a, b := newWire(t)
+		_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort})
+		p := w.connectParams(a, b)
+		p.Path.SGID = sgid
+		id, err := a.e.Connect(w.now, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.run() // the wire fails the test if a MAD goes to an unknown GID
+		rejs := w.sentOf(mad.AttrREJ, 0)
+		if len(rejs) != 1 || rejs[0].from != b || rejs[0].to != a {
+			t.Fatalf("path SGID %v: REJs:\n%s", sgid, w.trace())
+		}
+		if r, _ := mad.ParseREJ(rejs[0].mad[:]); r.Reason() != mad.RejectInvalidGID || r.RemoteCommID() != uint32(id) {
+			t.Fatalf("REJ %s", mad.Describe(r.Bytes()))
+		}
+		if ev := a.lastEvent(t); ev.Type != engine.EventRejected || ev.Reason != mad.RejectInvalidGID {
+			t.Fatalf("a: %v", &ev)
+		}
+		if b.e.Len() != 1 || len(b.events) != 0 { // the listener only
+			t.Fatalf("b kept the refused REQ: %d IDs, events %v", b.e.Len(), b.eventTypes())
+		}
+	}
+}
+
 // cma_match_private_data: a wildcard listener takes requests of both
 // families; with AFOnly, only those of the family it was bound with.
 func TestAFOnly(t *testing.T) {

@@ -117,9 +117,17 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	// the hop limit of the received packet.
 	pri := v.Primary()
 	ib := e.infiniBand(from.Port)
-	if len(e.cfg.LocalGIDs) > 0 && !e.localGID(pri.RemoteGID) {
-		g := e.cfg.LocalGIDs[0]
-		_ = e.sendRejLocked(c, mad.RejectInvalidGID, g[:], nil)
+	// On RoCE the packet's source GID is the peer's: a path naming
+	// another would send the replies and the QP's traffic to a third
+	// party (the kernel's cm_init_av_by_path fails only on a GID it
+	// cannot route, such as zero). Refused like an address not ours.
+	if len(e.cfg.LocalGIDs) > 0 && !e.localGID(pri.RemoteGID) || !ib && pri.LocalGID != from.GID {
+		var ari []byte
+		if len(e.cfg.LocalGIDs) > 0 {
+			g := e.cfg.LocalGIDs[0]
+			ari = g[:]
+		}
+		_ = e.sendRejLocked(c, mad.RejectInvalidGID, ari, nil)
 		e.release(c)
 		return
 	}
