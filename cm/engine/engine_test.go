@@ -782,11 +782,13 @@ func TestIPHeaderChecks(t *testing.T) {
 	}
 }
 
-// On RoCE a REQ whose path names another GID than the packet came from
-// is refused (REJ 12, INVALID_GID) to the packet's source: the replies
-// and the QP would otherwise go to a third party, or nowhere (zero).
-func TestREQPathNotSourceREJ12(t *testing.T) {
-	for _, sgid := range []rdma.GID{{}, rdma.GIDFromAddr(netip.MustParseAddr("192.0.2.9"))} {
+// On RoCE a REQ whose path names a GID no peer can have (unspecified,
+// loopback, multicast) is refused (REJ 12, INVALID_GID) to the packet's
+// source, as the kernel's cm_init_av_by_path fails to resolve it; the
+// replies would otherwise go nowhere.
+func TestREQPathUnroutableGIDREJ12(t *testing.T) {
+	for _, addr := range []string{"::", "0.0.0.0", "127.0.0.1", "::1", "ff02::1", "239.1.2.3"} {
+		sgid := rdma.GIDFromAddr(netip.MustParseAddr(addr))
 		w, a, b := newWire(t)
 		_, _ = b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort})
 		p := w.connectParams(a, b)

@@ -95,6 +95,7 @@ func FuzzReceive(f *testing.F) {
 // runProgram runs one FuzzReceive program on liveWire's engines.
 func runProgram(t *testing.T, data []byte) (*wire, *node, *node) {
 	w, a, b := liveWire(t)
+	w.unrouted = true
 	in := &fuzzInput{b: data}
 	for steps := 0; len(in.b) > 0 && steps < 64; steps++ {
 		op := in.byte()

@@ -117,11 +117,10 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	// the hop limit of the received packet.
 	pri := v.Primary()
 	ib := e.infiniBand(from.Port)
-	// On RoCE the packet's source GID is the peer's: a path naming
-	// another would send the replies and the QP's traffic to a third
-	// party (the kernel's cm_init_av_by_path fails only on a GID it
-	// cannot route, such as zero). Refused like an address not ours.
-	if len(e.cfg.LocalGIDs) > 0 && !e.localGID(pri.RemoteGID) || !ib && pri.LocalGID != from.GID {
+	// On RoCE the peer's GID must be routable: the kernel's
+	// cm_init_av_by_path fails on one it cannot resolve, and the REJ
+	// goes to the packet's source.
+	if len(e.cfg.LocalGIDs) > 0 && !e.localGID(pri.RemoteGID) || !ib && !routableGID(pri.LocalGID) {
 		var ari []byte
 		if len(e.cfg.LocalGIDs) > 0 {
 			g := e.cfg.LocalGIDs[0]
@@ -213,6 +212,13 @@ func (e *Engine) recvREQ(from Addr, v mad.REQView) {
 	// The rdma_cm arms a delayed MRA once the request is reported.
 	c.serviceTimeout = e.cfg.MRAServiceTimeout
 	e.setState(c, StateMRAREQSent)
+}
+
+// routableGID reports whether a RoCE peer can have GID g: not
+// unspecified (IPv6 or IPv4-mapped), loopback or multicast.
+func routableGID(g rdma.GID) bool {
+	a := netip.AddrFrom16(g).Unmap()
+	return !a.IsUnspecified() && !a.IsLoopback() && !a.IsMulticast()
 }
 
 func (e *Engine) localGID(g rdma.GID) bool {
