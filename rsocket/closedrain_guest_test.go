@@ -18,7 +18,10 @@ import (
 // the CM's values), so packets to it are dropped and the data arrives
 // only by a retransmission after Close began. A Close that gave up on
 // its sends sooner would destroy the QP with them unacknowledged, and
-// its one DREQ would be lost as well: the peer would wait forever.
+// its one DREQ would be lost as well: the peer would wait forever. Here
+// Close takes its whole bound: once its address is back, b's QP takes
+// the data but sends no ACK (rxe's counters show nothing leave b), an
+// effect of the address flip that a lossy wire does not have.
 func TestCloseDeliversInGuest(t *testing.T) {
 	guest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
