@@ -721,7 +721,7 @@ func (c *Conn) waitLocked(ctx context.Context, test func() bool) error {
 // all (RNR retries are unbounded).
 func (c *Conn) drainTime() time.Duration {
 	a, err := c.r.q.Query(qp.MaskTimeout | qp.MaskRetryCnt)
-	if err != nil || a.Timeout == 0 || a.Timeout > 24 { // 0: no timeout; 24: over a minute a try
+	if err != nil || a.Timeout == 0 { // 0: no timeout
 		return maxDrainTime
 	}
 	// One try more than the QP makes, so that its verdict comes first.

@@ -99,10 +99,10 @@ func Run(t *testing.T, server, client string, ready string) (srvOut, cliOut stri
 	}
 	if err != nil {
 		srv.Process.Signal(syscall.SIGQUIT)
-		srvOut := "still running 10s after SIGQUIT"
+		srvText := "still running 10s after SIGQUIT"
 		select {
 		case <-rest:
-			srvOut = out.String()
+			srvText = out.String()
 		case <-time.After(10 * time.Second):
 		}
 		var stderr string
@@ -111,7 +111,7 @@ func Run(t *testing.T, server, client string, ready string) (srvOut, cliOut stri
 		}
 		// The condensed stacks come last: CI shows a failed test's end.
 		t.Fatalf("client: %v\n%s\nserver (sent SIGQUIT, stacks on stderr):\n%s\nwhere the client waits:\n%s\nwhere the server waits:\n%s",
-			err, cliOut, srvOut, Waits(stderr), Waits(srvErr.String()))
+			err, cliOut, srvText, Waits(stderr), Waits(srvErr.String()))
 	}
 	done := make(chan error, 1)
 	go func() { <-rest; done <- srv.Wait() }()
