@@ -60,5 +60,9 @@ func (ep *Endpoint) postAtomic(m *MR, off int, dst RemoteBuf, op uverbs.Opcode, 
 	}
 	wr := uverbs.SendWR{ID: uint64(off), Opcode: op, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{sge},
 		RemoteAddr: dst.Addr, RKey: dst.RKey, CompareAdd: compareAdd, Swap: swap}
-	return ep.qp.PostSend([]uverbs.SendWR{wr})
+	if err := ep.qp.PostSend([]uverbs.SendWR{wr}); err != nil {
+		return err
+	}
+	ep.p.posted[sendQ].Add(1)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/uverbs"
 )
@@ -15,12 +16,23 @@ const (
 
 // poller waits for completions of a send and a receive CQ that share one
 // completion channel: poll, arm, poll again, then wait on the channel (in
-// the netpoller). One goroutine at a time waits on the channel; the others
-// wait for its news and poll again.
+// the netpoller, or with ThreadWait in the kernel). One goroutine at a
+// time waits on the channel; the others wait for its news and poll again.
 type poller struct {
 	ch   *uverbs.CompChannel
 	cqs  [2]*uverbs.CQ
 	spin int
+	// blocking: ch is a blocking channel (EndpointOptions.ThreadWait).
+	blocking bool
+	// posted counts each queue's work requests, after their post
+	// succeeded; polled (under mu) their completions polled. So
+	// posted-polled never exceeds the work requests still to complete.
+	posted [2]atomic.Int64
+	polled [2]int64
+	// inRead: the channel wait in progress is a read(2) that only a
+	// completion ends; readEnd (on mu) tells its end to awaitRead.
+	inRead  bool
+	readEnd sync.Cond
 
 	mu      sync.Mutex
 	q       [2][]uverbs.WC // completions polled and not yet returned, in qarr
@@ -53,7 +65,22 @@ func (p *poller) pollLocked(k int) (int, error) {
 		return 0, err
 	}
 	p.q[k] = append(p.q[k], p.buf[:n]...)
+	p.polled[k] += int64(n)
 	return n, nil
+}
+
+// awaitRead returns once no channel wait is a read(2) in progress: Close
+// calls it after the QP's move to ERR, whose flushed work requests end
+// such a read, and before it destroys the QP and the CQs.
+func (p *poller) awaitRead() {
+	if !p.blocking {
+		return
+	}
+	p.mu.Lock()
+	for p.inRead {
+		p.readEnd.Wait()
+	}
+	p.mu.Unlock()
 }
 
 // next returns the next completion of queue k. When gone is done and the
@@ -112,21 +139,32 @@ func (p *poller) next(ctx, gone context.Context, k int) (uverbs.WC, error) {
 			continue
 		}
 		p.waiting = true
+		// A read(2) alone ends only by a completion: one of queue k's
+		// work requests still to come, on its CQ armed with nothing in
+		// it, or the connection's end, which flushes them.
+		p.inRead = p.blocking && ctx.Done() == nil && p.posted[k].Load() > p.polled[k]
 		p.mu.Unlock()
-		if ctx.Done() == nil {
+		switch {
+		case p.inRead:
+			p.woke, err = p.ch.WaitBlocking(context.Background(), p.woke)
+		case ctx.Done() == nil:
 			// A context that never ends (examples/echo's): the wait ends
 			// with the connection only, so it takes gone itself, which the
 			// channel keeps registered from one wait to the next.
-			p.woke, err = p.ch.WaitInto(gone, p.woke)
-		} else {
+			p.woke, err = p.wait(gone)
+		default:
 			wctx, cancel := context.WithCancel(ctx)
 			stop := context.AfterFunc(gone, cancel)
-			p.woke, err = p.ch.WaitInto(wctx, p.woke)
+			p.woke, err = p.wait(wctx)
 			stop()
 			cancel()
 		}
 		p.mu.Lock()
 		p.waiting = false
+		if p.inRead {
+			p.inRead = false
+			p.readEnd.Broadcast()
+		}
 		for _, cq := range p.woke {
 			for i := range p.cqs {
 				if p.cqs[i] == cq {
@@ -144,4 +182,12 @@ func (p *poller) next(ctx, gone context.Context, k int) (uverbs.WC, error) {
 			return uverbs.WC{}, err
 		}
 	}
+}
+
+// wait waits on the channel until an armed CQ reports or ctx ends.
+func (p *poller) wait(ctx context.Context) ([]*uverbs.CQ, error) {
+	if p.blocking {
+		return p.ch.WaitBlocking(ctx, p.woke)
+	}
+	return p.ch.WaitInto(ctx, p.woke)
 }

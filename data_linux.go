@@ -150,7 +150,11 @@ func (ep *Endpoint) PostRecv(m *MR, off, n int) error {
 		ep.recvSGE[0] = sge
 		ep.recvWR[0].SGEs = ep.recvSGE[:]
 	}
-	return ep.qp.PostRecv(ep.recvWR[:])
+	if err := ep.qp.PostRecv(ep.recvWR[:]); err != nil {
+		return err
+	}
+	ep.p.posted[recvQ].Add(1)
+	return nil
 }
 
 // PostSend sends n bytes of m at off (inline when n <= MaxInline).
@@ -196,7 +200,11 @@ func (ep *Endpoint) post(m *MR, off, n int, op uverbs.Opcode, imm uint32, r Remo
 	if !rdma && n > 0 && n <= int(ep.cfg.inline) {
 		wr.Flags |= uverbs.SendInline
 	}
-	return ep.qp.PostSend(ep.sendWR[:])
+	if err := ep.qp.PostSend(ep.sendWR[:]); err != nil {
+		return err
+	}
+	ep.p.posted[sendQ].Add(1)
+	return nil
 }
 
 // WaitSend waits for the next send-queue completion (sends, writes,

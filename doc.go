@@ -50,8 +50,9 @@
 // request ID is the offset given to the post, so a completion names its
 // slot. WaitSend and WaitRecv poll the endpoint's send or receive CQ,
 // arm it, poll again, then sleep on the endpoint's completion channel (one
-// channel serves both CQs; its fd is in the Go netpoller), after an
-// optional spin budget (EndpointOptions.Spin). Their error is non-nil
+// channel serves both CQs; its fd is in the Go netpoller, or with
+// EndpointOptions.ThreadWait read in the kernel, one read(2) a wait as C
+// reads it), after an optional spin budget (EndpointOptions.Spin). Their error is non-nil
 // exactly when the completion failed, and is then the WC's Err: a
 // *WCError that matches ErrCompletion, the WC's Err (both ways) and a
 // sentinel (ErrTimeout for retries exceeded, ErrPermission for access

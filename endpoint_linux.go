@@ -332,7 +332,13 @@ func (ep *Endpoint) createQPOrAttach(x *uverbs.Context, pd *uverbs.PD) (err erro
 		ep.sharedR = r
 	}
 	if ep.sharedS == nil || ep.sharedR == nil {
-		if ep.comp, err = x.CreateCompChannel(); err != nil {
+		mk := x.CreateCompChannel
+		if ep.cfg.threadWait {
+			mk = x.CreateCompChannelBlocking
+			ep.p.blocking = true
+			ep.p.readEnd.L = &ep.p.mu
+		}
+		if ep.comp, err = mk(); err != nil {
 			return err
 		}
 		ep.p.ch = ep.comp
@@ -384,8 +390,8 @@ func (ep *Endpoint) toInit() error {
 		var err error
 		if ep.recvMR != nil {
 			err = ep.PostRecv(ep.recvMR, i*ep.cfg.recvSlotSize, ep.cfg.recvSlotSize)
-		} else {
-			err = ep.qp.PostRecv([]uverbs.RecvWR{{}})
+		} else if err = ep.qp.PostRecv([]uverbs.RecvWR{{}}); err == nil {
+			ep.p.posted[recvQ].Add(1)
 		}
 		if err != nil {
 			return err
@@ -595,6 +601,7 @@ func (ep *Endpoint) Close() error {
 		if ep.watcherEnd != nil {
 			<-ep.watcherEnd
 		}
+		ep.p.awaitRead() // its flushed work requests end it: before the QP goes
 		var errs []error
 		if ep.qp != nil && !ep.extQP {
 			errs = append(errs, ep.qp.Close())

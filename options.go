@@ -83,6 +83,19 @@ type EndpointOptions struct {
 	// arms the CQ and sleeps (0: none).
 	Spin int
 
+	// ThreadWait makes WaitSend and WaitRecv sleep in the kernel, as a C
+	// program's ibv_get_cq_event does, instead of in the netpoller: one
+	// blocking read(2) of the completion channel when the wait's context
+	// never ends and the queue waited on has work requests posted (which
+	// complete, or are flushed when the connection ends), else a ppoll(2)
+	// that the context's end interrupts, then the read. The netpoller's
+	// wait costs a read that finds nothing, epoll_pwait and handoffs
+	// between threads. A sleeping wait holds an OS thread, so ThreadWait
+	// suits a program with few busy connections, not thousands of idle
+	// ones. It applies to the endpoint's own CQs, not to shared ones
+	// (SendCQ, RecvCQ).
+	ThreadWait bool
+
 	// SendCQ and RecvCQ, when set, are shared CQs (NewCQ) the endpoint's
 	// send or receive queue completes on, in place of its own; its
 	// completions of that queue then come from the CQ's Next, named by
@@ -122,6 +135,7 @@ type config struct {
 	ece            *ece.ECE
 	reply          ece.ReplyPolicy
 	spin           int
+	threadWait     bool
 	sendCQ, recvCQ *CQ
 	srq            *SRQ
 	errQPOnClose   bool
@@ -148,7 +162,7 @@ func (o *EndpointOptions) config() (config, error) {
 	if o == nil {
 		o = &EndpointOptions{}
 	}
-	c := config{backend: o.Backend, privateData: o.PrivateData, ece: o.ECE, reply: o.ECEReply, spin: max(o.Spin, 0),
+	c := config{backend: o.Backend, privateData: o.PrivateData, ece: o.ECE, reply: o.ECEReply, spin: max(o.Spin, 0), threadWait: o.ThreadWait,
 		sendCQ: o.SendCQ, recvCQ: o.RecvCQ, srq: o.SRQ, errQPOnClose: o.ErrorQPOnClose, setup: o.Setup}
 	if c.backend == "" {
 		c.backend = rdma.BackendAuto

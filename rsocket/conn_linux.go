@@ -416,7 +416,7 @@ func (c *Conn) await(wake chan struct{}, dl *deadline) error {
 	if ctx != nil {
 		c.woke, err = c.r.ch.WaitInto(ctx, c.woke)
 	} else {
-		c.woke, err = c.r.ch.WaitBlocking(c.woke)
+		c.woke, err = c.r.ch.WaitBlocking(context.Background(), c.woke)
 	}
 	c.mu.Lock()
 	c.waiting, c.waitDL, c.kicked = false, nil, false

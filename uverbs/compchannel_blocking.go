@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/go-rdma/rdmacm/internal/kcall"
@@ -13,44 +14,64 @@ import (
 // read), where the netpoller's wait is a read that finds nothing, an
 // epoll_pwait and the handoffs between the threads that make them.
 //
-// Wait it with WaitBlocking only (Wait and WaitInto refuse). A wait on
-// such a channel takes no context and cannot be interrupted: the caller
-// ends it by making an event arrive, that is a completion on a CQ of the
-// channel armed with RequestNotify (moving a QP to ERR flushes its posted
-// work requests into completions; posting a send makes one). Nor may
-// Close run while a WaitBlocking is in progress: Linux keeps the file
-// open until the read returns, so Close would not end the wait, and the
-// fd's number could be given to another file meanwhile. A caller that
-// closes the channel must first know that no wait is in progress, by
-// construction (a lock every waiter holds, say).
+// Wait it with WaitBlocking only (Wait and WaitInto refuse). A wait under
+// a context that never ends is that one read, which only an event ends:
+// the caller ends it by making one arrive, that is a completion on a CQ
+// of the channel armed with RequestNotify (moving a QP to ERR flushes its
+// posted work requests into completions; posting a send makes one). A
+// wait under a context that can end sleeps in ppoll(2) on the channel and
+// an eventfd instead, two syscalls per wait, and the context's end or
+// Close ends it. Close never closes the fd under a read in progress: the
+// last wait closes it on its way out.
 func (x *Context) CreateCompChannelBlocking() (*CompChannel, error) {
 	return x.createCompChannel(true)
 }
 
-// WaitBlocking blocks in read(2) until an armed CQ of this channel has a
-// completion, and returns it appended to dst[:0] (ibv_get_cq_event,
-// acknowledged). It reads one event, so a second armed CQ's event is
-// left for the next call. The read runs on the runtime's syscall path:
-// the goroutine's thread blocks in the kernel and the runtime gives its P
-// to another thread meanwhile. Every few milliseconds it first passes
-// through the scheduler (runtime.Gosched), so that the runtime does not
-// take the P at every wait of a loop that never yields (schedPass). It
-// allocates nothing once warm when dst has room. See CreateCompChannelBlocking for how a wait ends; re-arm the
-// CQ with RequestNotify and poll it again after, as with Wait.
-func (ch *CompChannel) WaitBlocking(dst []*CQ) ([]*CQ, error) {
+// WaitBlocking blocks until an armed CQ of this channel has a completion,
+// and returns it appended to dst[:0] (ibv_get_cq_event, acknowledged), or
+// until ctx ends. It reads one event, so a second armed CQ's event is
+// left for the next call; waits take turns. With a ctx that never ends
+// (Done is nil) the wait is one blocking read(2), which neither Close nor
+// anything but an event ends (see CreateCompChannelBlocking); with one
+// that can end, a ppoll(2) that ctx's end and Close interrupt, then the
+// read. Either runs on the runtime's syscall path: the goroutine's thread
+// blocks in the kernel and the runtime gives its P to another thread
+// meanwhile. Every few milliseconds a wait first passes through the
+// scheduler (runtime.Gosched), so that the runtime does not take the P
+// at every wait of a loop that never yields (schedPass). It allocates
+// nothing once warm when dst has room and ctx is the same on every call
+// or never ends. Re-arm the CQ with RequestNotify and poll it again
+// after, as with Wait.
+func (ch *CompChannel) WaitBlocking(ctx context.Context, dst []*CQ) ([]*CQ, error) {
 	if !ch.blocking {
 		return dst[:0], ch.blockingErr("wait blocking on completion channel")
 	}
+	if err := ctx.Err(); err != nil {
+		return dst[:0], err
+	}
 	ch.pass.maybe()
 	e := ch.ev
+	if err := e.hold(ctx); err != nil {
+		return dst[:0], err
+	}
 	r := e.getRead()
-	defer e.spare.Store(r)
-	if err := e.readBlocking(r); err != nil {
-		return dst[:0], opErr("wait on completion channel", ch.ctx.dev.Name, err)
+	var err error
+	if ctx.Done() == nil {
+		err = e.readBlocking(r)
+	} else {
+		err = e.pollRead(ctx, r)
 	}
 	out := dst[:0]
-	if r.n == 8 {
+	if err == nil && r.n == 8 {
 		out = ch.event(r.buf[:8], out)
+	}
+	e.spare.Store(r)
+	e.release()
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		return out, opErr("wait on completion channel", ch.ctx.dev.Name, err)
 	}
 	return out, nil
 }
@@ -62,6 +83,37 @@ func (ch *CompChannel) blockingErr(op string) error {
 		kind = "made by CreateCompChannelBlocking: use WaitBlocking"
 	}
 	return opErr(op, ch.ctx.dev.Name, fmt.Errorf("%w: the channel is %s", ErrInvalidArgument, kind))
+}
+
+// hold takes the blocking file's turn, then counts the wait as one that
+// holds its fds (release undoes both).
+func (e *eventFile) hold(ctx context.Context) error {
+	select {
+	case e.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		<-e.turn
+		return ErrClosed
+	}
+	e.holders++
+	return nil
+}
+
+// release ends a wait that hold began; the last one after Close closes
+// the fds.
+func (e *eventFile) release() {
+	e.mu.Lock()
+	e.holders--
+	last := e.holders == 0 && e.closed.Load()
+	e.mu.Unlock()
+	<-e.turn
+	if last {
+		e.closeFDs()
+	}
 }
 
 // readBlocking reads one event from a blocking file into r. A signal
@@ -79,3 +131,55 @@ func (e *eventFile) readBlocking(r *eventRead) error {
 		}
 	}
 }
+
+// pollRead waits in ppoll(2) until the blocking file has an event, then
+// reads it; ctx's end and Close write the kick eventfd, which ends the
+// ppoll. A kick left over from an earlier wait only makes this one poll
+// again.
+func (e *eventFile) pollRead(ctx context.Context, r *eventRead) error {
+	e.mu.Lock()
+	if e.kick < 0 {
+		k, err := kcall.Eventfd()
+		if err != nil {
+			e.mu.Unlock()
+			return err
+		}
+		e.kick = k
+	}
+	kick := e.kick
+	e.mu.Unlock()
+	e.watch(ctx)
+	defer func() {
+		e.mu.Lock()
+		e.waiting = false
+		e.mu.Unlock()
+	}()
+	fd := e.fd()
+	for fd >= 0 && ctx.Err() == nil {
+		r.fds = [2]kcall.PollFD{{FD: fd, Events: kcall.PollIn}, {FD: int32(kick), Events: kcall.PollIn}}
+		if _, err := kcall.Ppoll(r.fds[:]); err != nil && err != unix.EINTR {
+			return err
+		}
+		if r.fds[1].Revents != 0 {
+			kcall.Read(kick, r.buf[:8]) // reset the count
+		}
+		if r.fds[0].Revents != 0 {
+			return e.readBlocking(r) // ready (or failed): the read does not block
+		}
+		fd = e.fd()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
+}
+
+// kickLocked ends a cancellable wait's ppoll (e.mu held).
+func (e *eventFile) kickLocked() {
+	if e.kick >= 0 {
+		kcall.Write(e.kick, one[:])
+	}
+}
+
+// one is what a kick adds to the eventfd's count: any count but 0 wakes.
+var one = [8]byte{1}

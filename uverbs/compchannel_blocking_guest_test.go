@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func TestGuestWaitBlocking(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			cqs, err := r.ch.WaitBlocking(nil)
+			cqs, err := r.ch.WaitBlocking(context.Background(), nil)
 			if err == nil && (len(cqs) != 1 || cqs[0] != r.cq) {
 				t.Errorf("%s: channel reported %v", what, cqs)
 			}

@@ -43,7 +43,7 @@ func TestWaitBlockingReadsOneEvent(t *testing.T) {
 	ch, cq, w := pipeChannel(t)
 	got := make(chan []*CQ, 1)
 	go func() {
-		out, err := ch.WaitBlocking(nil)
+		out, err := ch.WaitBlocking(context.Background(), nil)
 		if err != nil {
 			t.Error(err)
 		}
@@ -66,7 +66,7 @@ func TestWaitBlockingReadsOneEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := make([]*CQ, 0, 2)
-	out, err := ch.WaitBlocking(dst)
+	out, err := ch.WaitBlocking(context.Background(), dst)
 	if err != nil || len(out) != 0 {
 		t.Fatalf("event for an unknown CQ: %v, %v; want none", out, err)
 	}
@@ -85,7 +85,7 @@ func TestWaitBlockingAllocatesNothing(t *testing.T) {
 		if _, err := w.Write(ev); err != nil {
 			t.Fatal(err)
 		}
-		out, err := ch.WaitBlocking(dst)
+		out, err := ch.WaitBlocking(context.Background(), dst)
 		if err != nil || len(out) != 1 {
 			t.Fatalf("wait: %v, %v", out, err)
 		}
@@ -102,7 +102,121 @@ func TestWaitKindsDoNotMix(t *testing.T) {
 		t.Errorf("Wait on a blocking channel: %v", err)
 	}
 	ch.blocking = false
-	if _, err := ch.WaitBlocking(nil); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := ch.WaitBlocking(context.Background(), nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("WaitBlocking on a netpoller channel: %v", err)
+	}
+}
+
+// TestWaitBlockingCancellable: under a context that can end, the wait
+// returns the event, ends with the context, ignores a kick left from an
+// earlier wait, and allocates nothing when the context is the same.
+func TestWaitBlockingCancellable(t *testing.T) {
+	ch, cq, w := pipeChannel(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		out, err := ch.WaitBlocking(ctx, nil)
+		if err == nil && (len(out) != 1 || out[0] != cq) {
+			err = errors.New("no CQ")
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("returned with no event: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := w.Write(compEvent(7)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+
+	go func() {
+		_, err := ch.WaitBlocking(ctx, nil)
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-got; err != context.Canceled {
+		t.Fatalf("cancelled wait: %v, want context.Canceled", err)
+	}
+	// The kick may outlive the wait; the next one polls again and waits.
+	ch.ev.mu.Lock()
+	ch.ev.kickLocked()
+	ch.ev.mu.Unlock()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	go func() {
+		_, err := ch.WaitBlocking(ctx2, nil)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a stale kick ended the wait: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.Write(compEvent(7))
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+
+	dst := make([]*CQ, 0, 2)
+	ev := compEvent(7)
+	wait := func() {
+		w.Write(ev)
+		if out, err := ch.WaitBlocking(ctx2, dst); err != nil || len(out) != 1 {
+			t.Fatalf("wait: %v, %v", out, err)
+		}
+	}
+	wait()
+	if allocs := testing.AllocsPerRun(100, wait); allocs != 0 {
+		t.Errorf("WaitBlocking under one cancellable context: %v allocations per wait, want 0", allocs)
+	}
+}
+
+// TestWaitBlockingClose: Close ends a cancellable wait with ErrClosed
+// and closes the fd after it; a wait under a context that never ends
+// keeps the fd open until its read returns.
+func TestWaitBlockingClose(t *testing.T) {
+	ch, _, w := pipeChannel(t)
+	fd := uintptr(ch.ev.fd())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		_, err := ch.WaitBlocking(ctx, nil)
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	ch.ev.close()
+	if err := <-got; !errors.Is(err, ErrClosed) {
+		t.Fatalf("wait ended by Close: %v, want ErrClosed", err)
+	}
+	if _, err := sysunix.FcntlInt(fd, sysunix.F_GETFL, 0); err != sysunix.EBADF {
+		t.Fatalf("fd after the wait: %v, want EBADF", err)
+	}
+	if _, err := ch.WaitBlocking(context.Background(), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("wait after Close: %v, want ErrClosed", err)
+	}
+
+	ch, _, w = pipeChannel(t)
+	fd = uintptr(ch.ev.fd())
+	go func() {
+		_, err := ch.WaitBlocking(context.Background(), nil)
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	ch.ev.close()
+	if _, err := sysunix.FcntlInt(fd, sysunix.F_GETFL, 0); err != nil {
+		t.Fatalf("fd closed under a read in progress: %v", err)
+	}
+	w.Write(compEvent(7))
+	if err := <-got; err != nil {
+		t.Fatalf("the read in progress: %v", err)
+	}
+	if _, err := sysunix.FcntlInt(fd, sysunix.F_GETFL, 0); err != sysunix.EBADF {
+		t.Fatalf("fd after the read: %v, want EBADF", err)
 	}
 }

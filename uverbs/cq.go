@@ -96,8 +96,8 @@ func (ch *CompChannel) event(b []byte, out []*CQ) []*CQ {
 	return append(out, cq)
 }
 
-// Close closes the channel fd, interrupting Wait (never WaitBlocking:
-// see CreateCompChannelBlocking).
+// Close closes the channel fd, interrupting Wait, and WaitBlocking under
+// a context that can end (see CreateCompChannelBlocking).
 func (ch *CompChannel) Close() error {
 	ch.once.Do(func() {
 		ch.err = ch.ev.close()

@@ -33,6 +33,12 @@ type eventFile struct {
 	// blocking: read only with readBlocking, so the fd stays blocking
 	// and never joins the netpoller.
 	blocking bool
+	// kick is a blocking file's eventfd, made by its first cancellable
+	// wait (-1 before): a write to it ends that wait's ppoll. holders
+	// counts the waits in progress (under mu): close leaves the fds to
+	// the last of them, so that no fd number is reused under a read.
+	kick    int
+	holders int
 
 	reg sync.Mutex // guards raw, f and rc
 	raw int        // the fd until it joins the netpoller, -1 after
@@ -63,6 +69,7 @@ type eventRead struct {
 	buf [32]byte // the largest event: ib_uverbs_async_event_desc, 16 bytes
 	n   int
 	err error
+	fds [2]kcall.PollFD // a blocking file's ppoll: the file, its kick
 	// read and control are readFD as the poller's Read and Control want
 	// it, made once per eventRead.
 	read    func(fd uintptr) bool
@@ -88,7 +95,7 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 	if fd < 0 {
 		return nil, unix.EBADF
 	}
-	return &eventFile{name: name, raw: fd, num: int32(fd), turn: make(chan struct{}, 1)}, nil
+	return &eventFile{name: name, raw: fd, num: int32(fd), kick: -1, turn: make(chan struct{}, 1)}, nil
 }
 
 // poller registers the fd with the netpoller once and returns its RawConn.
@@ -128,11 +135,27 @@ func (e *eventFile) fd() int32 {
 }
 
 func (e *eventFile) close() error {
-	e.closed.Store(true)
 	e.mu.Lock()
+	e.closed.Store(true) // under mu, which release reads it under
 	if e.stopCancel != nil {
 		e.stopCancel()
 		e.stopCancel, e.cancelCtx = nil, nil
+	}
+	if e.blocking && e.holders > 0 {
+		e.kickLocked() // a cancellable wait leaves its ppoll
+		e.mu.Unlock()
+		return nil // the last wait closes the fds (leave)
+	}
+	e.mu.Unlock()
+	return e.closeFDs()
+}
+
+// closeFDs closes the fd, and the kick eventfd if any.
+func (e *eventFile) closeFDs() error {
+	e.mu.Lock()
+	if e.kick >= 0 {
+		kcall.Close(e.kick)
+		e.kick = -1
 	}
 	e.mu.Unlock()
 	e.reg.Lock()
@@ -235,8 +258,13 @@ func (e *eventFile) watch(ctx context.Context) {
 	}
 }
 
-// interruptLocked wakes the parked read (e.mu held).
+// interruptLocked wakes the parked read, or a blocking file's ppoll
+// (e.mu held).
 func (e *eventFile) interruptLocked() {
+	if e.blocking {
+		e.kickLocked()
+		return
+	}
 	e.deadline = true
 	e.f.SetReadDeadline(time.Unix(1, 0))
 }

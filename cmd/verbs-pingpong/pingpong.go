@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -493,7 +494,7 @@ func run(o options, stdout io.Writer) (result, error) {
 	for rcnt < o.iters || scnt < o.iters {
 		y.check()
 		if o.events {
-			if _, err := p.ch.WaitBlocking(cqs[:0]); err != nil {
+			if _, err := p.ch.WaitBlocking(context.Background(), cqs[:0]); err != nil {
 				return res, fmt.Errorf("failed to get cq_event: %w", err)
 			}
 			if err := p.cq.RequestNotify(false); err != nil {

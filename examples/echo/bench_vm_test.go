@@ -39,7 +39,8 @@ var exCases = []exCase{
 // BenchmarkExamplesVM compares examples/echo and examples/write with
 // their C twins (examples/c/echo.c, write.c) in the vmtest guests, both
 // ends Go against both ends C (server in guest b, client in guest a, the
-// kernel CM), alternating C Go, Go C per round, every binary run from
+// kernel CM), in the order of variants, reversed every other round (the
+// Go examples twice: with ThreadWait and with -netpoll), every binary run from
 // the guests' tmpfs, each run after a settle pause (the kernel CM's
 // TimeWait, see cmd/rdmacm-ping/bench_vm_test.go). The time is the
 // client's -t line: the mean time per operation (echo: one round trip of
@@ -54,7 +55,8 @@ var exCases = []exCase{
 //
 //	BENCH_ROUNDS=4 VMTEST=1 go test -run '^$' -bench ExamplesVM -benchtime 1x -timeout 60m ./examples/echo/
 //
-// BENCH_CASES (e.g. "echo-64 write-1m") narrows the cases.
+// BENCH_CASES (e.g. "echo-64 write-1m") narrows the cases; BENCH_GOENV
+// (e.g. "GOMAXPROCS=2") sets the Go programs' environment.
 func BenchmarkExamplesVM(b *testing.B) {
 	if guest.InGuest() {
 		b.Skip("boots its own guests: run it on the host")
@@ -77,26 +79,28 @@ func BenchmarkExamplesVM(b *testing.B) {
 		for _, c := range cases {
 			us := map[string][]float64{} // "c", "go" -> rounds of us/op
 			for r := 0; r < rounds; r++ {
-				order := []string{"c", "go"}
+				order := slices.Clone(variants)
 				if r%2 == 1 {
-					order = []string{"go", "c"}
+					slices.Reverse(order)
 				}
 				for _, who := range order {
 					out, _ := exRun(b, ctx, p, c, who, c.n, false)
 					us[who] = append(us[who], parseTime(b, out, c.n))
 				}
 			}
-			var ratio []float64
-			for r := range us["c"] {
-				ratio = append(ratio, us["go"][r]/us["c"][r])
+			for _, who := range variants[1:] {
+				var ratio []float64
+				for r := range us["c"] {
+					ratio = append(ratio, us[who][r]/us["c"][r])
+				}
+				lo, hi := benchstat.MedianCI(ratio)
+				fmt.Printf("%-9s C %10.2f us/op | %-10s %10.2f us/op | /C %.2f [%.2f, %.2f] (%d rounds)\n",
+					c.name, benchstat.Median(us["c"]), who, benchstat.Median(us[who]), benchstat.Median(ratio), lo, hi, len(ratio))
+				b.ReportMetric(benchstat.Median(ratio), c.name+"-"+who+"/c")
 			}
-			lo, hi := benchstat.MedianCI(ratio)
-			fmt.Printf("%-9s C %10.2f us/op | Go %10.2f us/op | Go/C %.2f [%.2f, %.2f] (%d rounds)\n",
-				c.name, benchstat.Median(us["c"]), benchstat.Median(us["go"]), benchstat.Median(ratio), lo, hi, len(ratio))
-			b.ReportMetric(benchstat.Median(ratio), c.name+"-go/c")
-			// Syscalls per operation: client and server, C and Go.
+			// Syscalls per operation: client and server, of each variant.
 			per := map[string]map[string]float64{} // "c client" ... -> syscall -> per op
-			for _, who := range []string{"c", "go"} {
+			for _, who := range variants {
 				_, small := exRun(b, ctx, p, c, who, c.n0, true)
 				_, large := exRun(b, ctx, p, c, who, c.n, true)
 				for side := range large {
@@ -115,8 +119,9 @@ func BenchmarkExamplesVM(b *testing.B) {
 			}
 			printSyscalls(c.name, per)
 			for _, side := range []string{"client", "server"} {
-				b.ReportMetric(total(per["go "+side]), c.name+"-go-"+side+"-syscalls/op")
-				b.ReportMetric(total(per["c "+side]), c.name+"-c-"+side+"-syscalls/op")
+				for _, who := range variants {
+					b.ReportMetric(total(per[who+" "+side]), c.name+"-"+who+"-"+side+"-syscalls/op")
+				}
 			}
 		}
 	}
@@ -157,17 +162,29 @@ func exPair(b *testing.B, ctx context.Context) *vmtest.Pair {
 // connection's TimeWait (2,048 ms in these guests).
 const settle = 3 * time.Second
 
-// exRun runs c's program (who: "c" or "go") for n operations, server in
+// variants are what each case runs, C first: the C twin, the Go example
+// (its waits with ThreadWait, as C's), and the Go example with -netpoll
+// (the library's default wait).
+var variants = []string{"c", "go", "go-netpoll"}
+
+// exRun runs c's program (who: a variant) for n operations, server in
 // guest b and client in guest a, and returns the client's output and,
 // with count, each side's syscalls by name.
 func exRun(b *testing.B, ctx context.Context, p *vmtest.Pair, c exCase, who string, n int, count bool) (string, map[string]map[string]int) {
 	b.Helper()
 	bin := "/tmp/bench-bin/" + c.prog
-	if who == "c" {
-		bin += "-c"
-	}
-	comm := bin[strings.LastIndex(bin, "/")+1:]
 	args := fmt.Sprintf("-n %d %s", n, c.flags)
+	comm := c.prog
+	switch who {
+	case "c":
+		bin += "-c"
+		comm += "-c"
+	case "go-netpoll":
+		args += " -netpoll"
+	}
+	if who != "c" && os.Getenv("BENCH_GOENV") != "" {
+		bin = "env " + os.Getenv("BENCH_GOENV") + " " + bin
+	}
 	if count {
 		for _, m := range []*vmtest.Machine{p.A, p.B} {
 			if r, err := m.Run(ctx, traceScript(comm, true)); r == nil || !r.Success() {
@@ -274,7 +291,12 @@ func total(m map[string]float64) float64 {
 // 0.02 times per operation (smaller differences are noise between the two
 // runs), Go's most frequent first, then the totals.
 func printSyscalls(name string, per map[string]map[string]float64) {
-	cols := []string{"c client", "go client", "c server", "go server"}
+	var cols []string
+	for _, side := range []string{"client", "server"} {
+		for _, who := range variants {
+			cols = append(cols, who+" "+side)
+		}
+	}
 	names := map[string]bool{}
 	for _, m := range per {
 		for sc, v := range m {
@@ -294,7 +316,11 @@ func printSyscalls(name string, per map[string]map[string]float64) {
 		}
 		return strings.Compare(x, y)
 	})
-	fmt.Printf("%-9s syscalls/op %10s %10s %10s %10s\n", name, "C client", "Go client", "C server", "Go server")
+	fmt.Printf("%-9s syscalls/op", name)
+	for _, c := range cols {
+		fmt.Printf(" %17s", c)
+	}
+	fmt.Println()
 	for _, sc := range append(rows, "total") {
 		fmt.Printf("  %-20s", sc)
 		for _, c := range cols {
@@ -302,7 +328,7 @@ func printSyscalls(name string, per map[string]map[string]float64) {
 			if sc == "total" {
 				v = total(per[c])
 			}
-			fmt.Printf(" %10.2f", v)
+			fmt.Printf(" %17.2f", v)
 		}
 		fmt.Println()
 	}

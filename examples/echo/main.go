@@ -27,12 +27,16 @@ var (
 	size    = flag.Int("size", 4096, "message size")
 	timed   = flag.Bool("t", false, "print the mean time per round trip")
 	backend = flag.String("backend", "", "CM backend: auto, kernel, user")
+	netpoll = flag.Bool("netpoll", false, "wait for completions in the Go netpoller (the library's default), not in the kernel")
 )
 
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend)}
+	// ThreadWait: a wait is one read(2) of the completion channel, as the
+	// C twin's ibv_get_cq_event; a program with few connections can hold a
+	// thread per wait.
+	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: !*netpoll}
 	var ep *rdmacm.Endpoint
 	var err error
 	if *server {

@@ -27,6 +27,7 @@ var (
 	count   = flag.Int("n", 1, "writes")
 	timed   = flag.Bool("t", false, "print the mean time per write")
 	backend = flag.String("backend", "", "CM backend: auto, kernel, user")
+	netpoll = flag.Bool("netpoll", false, "wait for completions in the Go netpoller (the library's default), not in the kernel")
 )
 
 const size = 1 << 20
@@ -34,7 +35,10 @@ const size = 1 << 20
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend)}
+	// ThreadWait: a wait is one read(2) of the completion channel, as the
+	// C twin's ibv_get_cq_event; a program with few connections can hold a
+	// thread per wait.
+	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: !*netpoll}
 	if *server {
 		var rb []byte // the REP's private data: mem's RemoteBuf
 		opts.Setup = func(*rdmacm.Endpoint) (rdmacm.ConnSetup, error) { return rdmacm.ConnSetup{PrivateData: rb}, nil }

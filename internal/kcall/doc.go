@@ -1,7 +1,7 @@
 // Package kcall is where this module enters the kernel for RDMA: the
 // uverbs ioctl (IoctlCall, with its scratch pages and pins), the write
 // commands of uverbs, ucma and umad (Write, the Ucma*Call functions),
-// reads of event fds (Read), mappings of device memory (Mmap, Munmap),
+// reads of event fds (Read, and Ppoll with an Eventfd that interrupts it), mappings of device memory (Mmap, Munmap),
 // the rdma_cm node (UcmaOpen), sysfs device discovery, RDMA netlink
 // sockets, and the route and interface-name lookups. The structs these
 // calls carry are package internal/abi's. TestDevice is the seam through

@@ -111,3 +111,27 @@ func Munmap(b []byte) error {
 
 // Close closes fd (a socket or file nothing else uses).
 func Close(fd int) { unix.Syscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
+
+// Ppoll blocks until an fd of fds is ready (ppoll(2) without timeout or
+// signal mask; arm64 has no poll(2)) and returns how many are. A signal
+// ends it with EINTR whatever SA_RESTART says.
+func Ppoll(fds []PollFD) (int, error) {
+	if len(fds) == 0 {
+		return 0, unix.EINVAL
+	}
+	n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), 0, 0, 0, 0)
+	runtime.KeepAlive(fds)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// Eventfd makes a non-blocking, close-on-exec eventfd with count 0.
+func Eventfd() (int, error) {
+	fd, _, e := unix.Syscall(unix.SYS_EVENTFD2, 0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}

@@ -47,6 +47,12 @@ func Write(fd int, b []byte) (int, error) {
 // Read fails.
 func Read(fd int, b []byte) (int, error) { return 0, unix.ErrNotSupported }
 
+// Ppoll fails.
+func Ppoll(fds []PollFD) (int, error) { return 0, unix.ErrNotSupported }
+
+// Eventfd fails.
+func Eventfd() (int, error) { return -1, unix.ErrNotSupported }
+
 // Mmap fails.
 func Mmap(fd int, offset int64, size int, prot, flags int) ([]byte, error) {
 	if d := currentTestDevice(); d != nil {
