@@ -5,6 +5,7 @@ package rdmacm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"testing"
@@ -15,16 +16,28 @@ import (
 )
 
 // TestThreadWaitInGuest: with EndpointOptions.ThreadWait, an echo of 64 B
-// in guest a allocates nothing once warm; a wait that is one read(2) ends
-// by the peer's disconnect (io.EOF) and by Close (ErrClosed), and a wait
-// under a deadline or on a queue with nothing posted, a ppoll(2), ends by
-// the deadline or by Close.
+// in guest a, with a few waits of 30 ms among them, allocates nothing
+// once warm; a wait that is one read(2) ends by the peer's disconnect
+// (io.EOF) and by Close (ErrClosed), and a wait under a deadline or on a
+// queue with nothing posted, a ppoll(2), ends by the deadline or by
+// Close; at GOMAXPROCS 1 and 2.
 func TestThreadWaitInGuest(t *testing.T) {
 	guest.Require(t)
+	// With 2 Ps a wait after a long one sleeps in ppoll slices
+	// (uverbs.CompChannel.WaitBlocking); with the guest's one it reads.
+	for i, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			threadWait(t, fmt.Sprintf("%s:%d", exampleHost, 7418+i))
+		})
+	}
+}
+
+func threadWait(t *testing.T, addr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	opts := &rdmacm.EndpointOptions{Backend: guestBackend(), ThreadWait: true}
-	l, err := rdmacm.Listen(exampleHost+":7418", opts)
+	l, err := rdmacm.Listen(addr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +78,7 @@ func TestThreadWaitInGuest(t *testing.T) {
 		}()
 	}
 	dial := func() (*rdmacm.Endpoint, *rdmacm.MR) {
-		ep, err := rdmacm.Dial(ctx, exampleHost+":7418", opts)
+		ep, err := rdmacm.Dial(ctx, addr, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +96,9 @@ func TestThreadWaitInGuest(t *testing.T) {
 	ep, buf := dial()
 	defer ep.Close()
 	defer buf.Close()
-	roundTrips := func(n int) {
+	roundTrips := func(n int, pause time.Duration) {
 		for i := range n {
+			time.Sleep(pause) // the server's wait is long
 			b := buf.Bytes()
 			b[size], b[size+size-1] = byte(i), byte(i>>8)
 			if err := ep.PostSend(buf, size, size); err != nil {
@@ -105,11 +119,12 @@ func TestThreadWaitInGuest(t *testing.T) {
 			}
 		}
 	}
-	roundTrips(100)
+	roundTrips(100, 0)
+	roundTrips(5, 30*time.Millisecond)
 	const n = 1000
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	roundTrips(n)
+	roundTrips(n, 0)
 	runtime.ReadMemStats(&after)
 	if allocs := after.Mallocs - before.Mallocs; allocs > n/100 {
 		t.Errorf("%.2f allocations per round trip, want 0", float64(allocs)/n)
@@ -124,7 +139,7 @@ func TestThreadWaitInGuest(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 10*time.Second {
 		t.Fatalf("WaitRecv under a 300 ms deadline: %v after %v", err, time.Since(t0))
 	}
-	roundTrips(10)
+	roundTrips(10, 0)
 
 	// The client's disconnect ends the server's read(2) with io.EOF.
 	if err := ep.Disconnect(ctx); err != nil {

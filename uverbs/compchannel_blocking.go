@@ -3,6 +3,8 @@ package uverbs
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/go-rdma/rdmacm/internal/kcall"
 	"github.com/go-rdma/rdmacm/internal/unix"
@@ -21,8 +23,11 @@ import (
 // posted work requests into completions; posting a send makes one). A
 // wait under a context that can end sleeps in ppoll(2) on the channel and
 // an eventfd instead, two syscalls per wait, and the context's end or
-// Close ends it. Close never closes the fd under a read in progress: the
-// last wait closes it on its way out.
+// Close ends it; so does a wait after one that lasted 5 ms or more,
+// whatever its context, when GOMAXPROCS is over 1 (the runtime takes the
+// P of a thread 10 ms in one syscall even with Ps idle: a long wait
+// sleeps 5 ms at a time). Close never closes the fd under a read in
+// progress: the last wait closes it on its way out.
 func (x *Context) CreateCompChannelBlocking() (*CompChannel, error) {
 	return x.createCompChannel(true)
 }
@@ -33,8 +38,10 @@ func (x *Context) CreateCompChannelBlocking() (*CompChannel, error) {
 // left for the next call; waits take turns. With a ctx that never ends
 // (Done is nil) the wait is one blocking read(2), which neither Close nor
 // anything but an event ends (see CreateCompChannelBlocking); with one
-// that can end, a ppoll(2) that ctx's end and Close interrupt, then the
-// read. Either runs on the runtime's syscall path: the goroutine's thread
+// that can end, or after a wait of 5 ms or more with GOMAXPROCS over 1,
+// ppoll(2) (in slices of 5 ms with GOMAXPROCS over 1) that ctx's end and
+// Close interrupt, then the read. Either runs on
+// the runtime's syscall path: the goroutine's thread
 // blocks in the kernel and the runtime gives its P to another thread
 // meanwhile. Every few milliseconds a wait first passes through the
 // scheduler (runtime.Gosched), so that the runtime does not take the P
@@ -49,18 +56,22 @@ func (ch *CompChannel) WaitBlocking(ctx context.Context, dst []*CQ) ([]*CQ, erro
 	if err := ctx.Err(); err != nil {
 		return dst[:0], err
 	}
-	ch.pass.maybe()
+	start := int64(time.Since(epoch))
+	ch.pass.maybeAt(start)
 	e := ch.ev
 	if err := e.hold(ctx); err != nil {
 		return dst[:0], err
 	}
 	r := e.getRead()
+	// With one P the runtime takes it at every syscall it sees (no P is
+	// idle), so slices would only take it more often.
 	var err error
-	if ctx.Done() == nil {
+	if ctx.Done() == nil && (!e.long || runtime.GOMAXPROCS(0) == 1) {
 		err = e.readBlocking(r)
 	} else {
 		err = e.pollRead(ctx, r)
 	}
+	e.long = int64(time.Since(epoch))-start >= int64(pollSlice)
 	out := dst[:0]
 	if err == nil && r.n == 8 {
 		out = ch.event(r.buf[:8], out)
@@ -132,10 +143,16 @@ func (e *eventFile) readBlocking(r *eventRead) error {
 	}
 }
 
+// pollSlice bounds each ppoll(2) of a wait: the runtime takes the P of
+// a thread in one syscall for 10 ms (sysmon), idle Ps or not, and then
+// polls at its shortest period for a while; a wait in slices under that,
+// passing through the scheduler between them, keeps its P.
+const pollSlice = schedPassPeriod
+
 // pollRead waits in ppoll(2) until the blocking file has an event, then
 // reads it; ctx's end and Close write the kick eventfd, which ends the
-// ppoll. A kick left over from an earlier wait only makes this one poll
-// again.
+// ppoll. With more than one P it sleeps pollSlice at a time. A kick left
+// over from an earlier wait only makes this one poll again.
 func (e *eventFile) pollRead(ctx context.Context, r *eventRead) error {
 	e.mu.Lock()
 	if e.kick < 0 {
@@ -148,17 +165,27 @@ func (e *eventFile) pollRead(ctx context.Context, r *eventRead) error {
 	}
 	kick := e.kick
 	e.mu.Unlock()
-	e.watch(ctx)
-	defer func() {
-		e.mu.Lock()
-		e.waiting = false
-		e.mu.Unlock()
-	}()
+	if ctx.Done() != nil {
+		e.watch(ctx)
+		defer func() {
+			e.mu.Lock()
+			e.waiting = false
+			e.mu.Unlock()
+		}()
+	}
 	fd := e.fd()
 	for fd >= 0 && ctx.Err() == nil {
 		r.fds = [2]kcall.PollFD{{FD: fd, Events: kcall.PollIn}, {FD: int32(kick), Events: kcall.PollIn}}
-		if _, err := kcall.Ppoll(r.fds[:]); err != nil && err != unix.EINTR {
+		slice := int64(pollSlice)
+		if runtime.GOMAXPROCS(0) == 1 {
+			slice = -1
+		}
+		n, err := kcall.Ppoll(r.fds[:], slice)
+		switch {
+		case err != nil && err != unix.EINTR:
 			return err
+		case n == 0 && err == nil:
+			runtime.Gosched() // a slice ended: the pass that keeps the P
 		}
 		if r.fds[1].Revents != 0 {
 			kcall.Read(kick, r.buf[:8]) // reset the count

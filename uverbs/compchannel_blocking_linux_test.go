@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -218,5 +220,58 @@ func TestWaitBlockingClose(t *testing.T) {
 	}
 	if _, err := sysunix.FcntlInt(fd, sysunix.F_GETFL, 0); err != sysunix.EBADF {
 		t.Fatalf("fd after the read: %v, want EBADF", err)
+	}
+}
+
+// TestWaitBlockingLongWaits: with more than one P, after a wait of 5 ms
+// or more a wait under a context that never ends sleeps in slices, so
+// Close ends it; after a short one it is a read again. With one P it
+// stays a read.
+func TestWaitBlockingLongWaits(t *testing.T) {
+	for _, procs := range []int{2, 1} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			ch, _, w := pipeChannel(t)
+			late := func() {
+				time.Sleep(30 * time.Millisecond)
+				w.Write(compEvent(7))
+			}
+			go late()
+			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			if !ch.ev.long {
+				t.Fatal("a 30 ms wait is not long")
+			}
+			w.Write(compEvent(7))
+			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil || ch.ev.long {
+				t.Fatalf("a wait with its event queued: %v, long %v", err, ch.ev.long)
+			}
+			go late()
+			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				_, err := ch.WaitBlocking(context.Background(), nil)
+				got <- err
+			}()
+			time.Sleep(20 * time.Millisecond)
+			ch.ev.close()
+			select {
+			case err := <-got:
+				if procs == 1 || !errors.Is(err, ErrClosed) {
+					t.Fatalf("wait after a long one, at Close: %v; want ErrClosed with 2 Ps, no end with 1", err)
+				}
+			case <-time.After(time.Second):
+				if procs == 2 {
+					t.Fatal("Close did not end a wait after a long one")
+				}
+				w.Write(compEvent(7)) // a read: only an event ends it
+				if err := <-got; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }

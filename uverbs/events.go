@@ -39,6 +39,10 @@ type eventFile struct {
 	// the last of them, so that no fd number is reused under a read.
 	kick    int
 	holders int
+	// long: a blocking file's last wait lasted a pollSlice or more, so
+	// the next sleeps in slices even under a context that never ends
+	// (only the wait holding the turn touches it).
+	long bool
 
 	reg sync.Mutex // guards raw, f and rc
 	raw int        // the fd until it joins the netpoller, -1 after

@@ -32,9 +32,10 @@ func (s *schedPass) due(now int64) bool {
 	return now-last >= int64(schedPassPeriod) && s.last.CompareAndSwap(last, now)
 }
 
-// maybe passes through the scheduler when a pass is due.
-func (s *schedPass) maybe() {
-	if s.due(int64(time.Since(epoch))) {
+// maybeAt passes through the scheduler when a pass is due at now (ns
+// since epoch).
+func (s *schedPass) maybeAt(now int64) {
+	if s.due(now) {
 		runtime.Gosched()
 	}
 }

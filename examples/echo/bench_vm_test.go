@@ -47,11 +47,13 @@ var exCases = []exCase{
 // -size bytes; write: one 1 MiB RDMA WRITE with immediate, to its
 // completion). It reports each side's median and the median of the
 // per-round Go/C ratios with a 95% bootstrap interval, then the syscalls
-// per operation of each process, by syscall: the guest kernel's ftrace
-// histogram of raw_syscalls:sys_enter for the program's threads (as
-// bench/syscalls/ftrace_count.sh does; no ptrace), over one run of n and
-// one of n0 operations, the difference divided by n-n0 so that setup and
-// teardown drop out.
+// and the CPU time per operation of each process: the syscalls by name
+// from the guest kernel's ftrace histogram of raw_syscalls:sys_enter for
+// the program's threads (as bench/syscalls/ftrace_count.sh does; no
+// ptrace), the CPU time (every thread's, user and kernel) from a cgroup
+// v2 holding only the process, each over one run of n and one of n0
+// operations, the difference divided by n-n0 so that setup and teardown
+// drop out.
 //
 //	BENCH_ROUNDS=4 VMTEST=1 go test -run '^$' -bench ExamplesVM -benchtime 1x -timeout 60m ./examples/echo/
 //
@@ -98,8 +100,10 @@ func BenchmarkExamplesVM(b *testing.B) {
 					c.name, benchstat.Median(us["c"]), who, benchstat.Median(us[who]), benchstat.Median(ratio), lo, hi, len(ratio))
 				b.ReportMetric(benchstat.Median(ratio), c.name+"-"+who+"/c")
 			}
-			// Syscalls per operation: client and server, of each variant.
+			// Syscalls and CPU µs per operation: client and server, of each
+			// variant.
 			per := map[string]map[string]float64{} // "c client" ... -> syscall -> per op
+			cpu := map[string]float64{}            // "c client" ... -> CPU µs per op
 			for _, who := range variants {
 				_, small := exRun(b, ctx, p, c, who, c.n0, true)
 				_, large := exRun(b, ctx, p, c, who, c.n, true)
@@ -114,10 +118,20 @@ func BenchmarkExamplesVM(b *testing.B) {
 					for sc := range m {
 						m[sc] = float64(large[side][sc]-small[side][sc]) / float64(c.n-c.n0)
 					}
+					cpu[who+" "+side] = m["cpu_usec"]
+					delete(m, "cpu_usec")
 					per[who+" "+side] = m
 				}
 			}
 			printSyscalls(c.name, per)
+			fmt.Printf("  %-20s", "CPU us/op")
+			for _, side := range []string{"client", "server"} {
+				for _, who := range variants {
+					fmt.Printf(" %17.1f", cpu[who+" "+side])
+					b.ReportMetric(cpu[who+" "+side], c.name+"-"+who+"-"+side+"-cpu-us/op")
+				}
+			}
+			fmt.Println()
 			for _, side := range []string{"client", "server"} {
 				for _, who := range variants {
 					b.ReportMetric(total(per[who+" "+side]), c.name+"-"+who+"-"+side+"-syscalls/op")
@@ -150,7 +164,8 @@ func exPair(b *testing.B, ctx context.Context) *vmtest.Pair {
 		}
 	}
 	for _, m := range p.Machines() {
-		cp := "mkdir -p /tmp/bench-bin && cd " + vmtest.GuestShare + "/bin/$(uname -m) && cp echo echo-c write write-c /tmp/bench-bin/"
+		cp := "mkdir -p /tmp/bench-bin && cd " + vmtest.GuestShare + "/bin/$(uname -m) && cp echo echo-c write write-c /tmp/bench-bin/ && " +
+			"{ grep -q ' " + cgRoot + " cgroup2 ' /proc/mounts || { mkdir -p " + cgRoot + " && mount -t cgroup2 none " + cgRoot + "; }; }"
 		if r, err := m.Run(ctx, cp); r == nil || !r.Success() {
 			b.Fatalf("copy to guest %s: %v %+v", m.Name, err, r)
 		}
@@ -193,13 +208,17 @@ func exRun(b *testing.B, ctx context.Context, p *vmtest.Pair, c exCase, who stri
 		}
 	}
 	time.Sleep(settle)
-	sp, err := p.B.Start(ctx, fmt.Sprintf("%s -s -a %s %s", bin, p.B.Addr, args))
+	srv, cli := fmt.Sprintf("%s -s -a %s %s", bin, p.B.Addr, args), fmt.Sprintf("%s -a %s -t %s", bin, p.B.Addr, args)
+	if count {
+		srv, cli = inCgroup(srv), inCgroup(cli)
+	}
+	sp, err := p.B.Start(ctx, srv)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer sp.Stop(context.Background())
 	listenOn(b, ctx, p.B, c.port)
-	cr, err := p.A.Run(ctx, fmt.Sprintf("%s -a %s -t %s", bin, p.B.Addr, args))
+	cr, err := p.A.Run(ctx, cli)
 	if cr == nil || !cr.Success() {
 		b.Fatalf("%s client %s: %v %+v\nserver: %s%s", bin, args, err, cr, sp.Stdout(), sp.Stderr())
 	}
@@ -220,7 +239,33 @@ func exRun(b *testing.B, ctx context.Context, p *vmtest.Pair, c exCase, who stri
 		}
 		calls[side] = parseHist(r.Stdout)
 	}
+	calls["client"]["cpu_usec"], calls["server"]["cpu_usec"] = cpuUsec(b, cr.Stdout), cpuUsec(b, sr.Stdout)
 	return cr.Stdout, calls
+}
+
+// cgRoot is where exPair mounts cgroup v2 in each guest.
+const cgRoot = "/tmp/bench-cg"
+
+// inCgroup is a script that runs cmd alone in a new cgroup and then
+// prints the cgroup's CPU time: usage_usec counts every thread, and the
+// kernel's work in their syscalls, to the microsecond.
+func inCgroup(cmd string) string {
+	d := cgRoot + "/run"
+	return fmt.Sprintf(`mkdir %[1]s && sh -c 'echo $$ > %[1]s/cgroup.procs && exec %[2]s'; rc=$?; `+
+		`echo "cpu_usec $(sed -n 's/^usage_usec //p' %[1]s/cpu.stat)"; rmdir %[1]s; exit $rc`, d, cmd)
+}
+
+var cpuLine = regexp.MustCompile(`(?m)^cpu_usec (\d+)$`)
+
+// cpuUsec reads inCgroup's line.
+func cpuUsec(b *testing.B, out string) int {
+	b.Helper()
+	m := cpuLine.FindStringSubmatch(out)
+	if m == nil {
+		b.Fatalf("no CPU time in %q", out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 // traceScript starts (on) or reads and ends the histogram of the syscalls

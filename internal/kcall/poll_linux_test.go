@@ -2,6 +2,7 @@ package kcall
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,7 +23,8 @@ func TestPollFDLayout(t *testing.T) {
 	}
 }
 
-// TestPpollEventfd: an eventfd written wakes a ppoll on it, and only then.
+// TestPpollEventfd: an eventfd written wakes a ppoll on it; with nothing
+// ready a timeout ends it.
 func TestPpollEventfd(t *testing.T) {
 	efd, err := Eventfd()
 	if err != nil {
@@ -40,13 +42,17 @@ func TestPpollEventfd(t *testing.T) {
 		t.Fatal(err)
 	}
 	fds := []PollFD{{FD: int32(p[0]), Events: PollIn}, {FD: int32(efd), Events: PollIn}}
-	n, err := Ppoll(fds)
+	n, err := Ppoll(fds, -1)
 	if err != nil || n != 1 || fds[0].Revents != 0 || fds[1].Revents&PollIn == 0 {
 		t.Fatalf("ppoll: %d, %v, revents %#x %#x; want the eventfd alone", n, err, fds[0].Revents, fds[1].Revents)
 	}
 	var b [8]byte
 	if _, err := Read(efd, b[:]); err != nil {
 		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if n, err := Ppoll(fds, int64(20*time.Millisecond)); n != 0 || err != nil || time.Since(t0) < 20*time.Millisecond {
+		t.Fatalf("ppoll of nothing ready for 20 ms: %d, %v after %v", n, err, time.Since(t0))
 	}
 	if _, err := Read(efd, b[:]); err != unix.EAGAIN {
 		t.Fatalf("second read of the eventfd: %v, want EAGAIN", err)

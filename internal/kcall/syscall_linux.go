@@ -112,15 +112,22 @@ func Munmap(b []byte) error {
 // Close closes fd (a socket or file nothing else uses).
 func Close(fd int) { unix.Syscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
 
-// Ppoll blocks until an fd of fds is ready (ppoll(2) without timeout or
-// signal mask; arm64 has no poll(2)) and returns how many are. A signal
-// ends it with EINTR whatever SA_RESTART says.
-func Ppoll(fds []PollFD) (int, error) {
+// Ppoll blocks until an fd of fds is ready or timeout (ns; negative: no
+// timeout) passes, and returns how many are ready: ppoll(2) without a
+// signal mask (arm64 has no poll(2)). A signal ends it with EINTR
+// whatever SA_RESTART says.
+func Ppoll(fds []PollFD, timeout int64) (int, error) {
 	if len(fds) == 0 {
 		return 0, unix.EINVAL
 	}
-	n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), 0, 0, 0, 0)
+	var ts *unix.Timespec
+	if timeout >= 0 {
+		t := unix.NsecToTimespec(timeout)
+		ts = &t
+	}
+	n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	runtime.KeepAlive(fds)
+	runtime.KeepAlive(ts)
 	if e != 0 {
 		return 0, e
 	}

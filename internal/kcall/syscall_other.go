@@ -48,7 +48,7 @@ func Write(fd int, b []byte) (int, error) {
 func Read(fd int, b []byte) (int, error) { return 0, unix.ErrNotSupported }
 
 // Ppoll fails.
-func Ppoll(fds []PollFD) (int, error) { return 0, unix.ErrNotSupported }
+func Ppoll(fds []PollFD, timeout int64) (int, error) { return 0, unix.ErrNotSupported }
 
 // Eventfd fails.
 func Eventfd() (int, error) { return -1, unix.ErrNotSupported }

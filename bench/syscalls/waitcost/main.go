@@ -1,7 +1,8 @@
 // Command waitcost reads COUNT bytes from stdin, one wait each, the way
 // the library waits for a completion event: "blocking" is one read(2) on
 // the runtime's syscall path (uverbs' WaitBlocking, rsocket's
-// ThreadWait), "netpoll" a read that parks in the netpoller on EAGAIN
+// ThreadWait), "sliced" that with ppoll slices of 5 ms after a long wait
+// (WaitBlocking's), "netpoll" a read that parks in the netpoller on EAGAIN
 // (uverbs' Wait, the default). run.sh counts the syscalls each makes
 // against C's one read per wait, by how long each wait lasts.
 package main
@@ -13,11 +14,13 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|blocking-yield|netpoll COUNT")
+		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|blocking-yield|sliced|netpoll COUNT")
 		os.Exit(2)
 	}
 	n, err := strconv.Atoi(os.Args[2])
@@ -61,8 +64,39 @@ func main() {
 				os.Exit(1)
 			}
 		}
+	case "sliced":
+		// As blocking-yield, but after a wait of 5 ms or more, with
+		// GOMAXPROCS over 1 (uverbs' WaitBlocking), the next waits in
+		// ppoll slices of 5 ms, under the 10 ms after which sysmon takes
+		// the P of a thread in one syscall, idle Ps or not.
+		last := time.Now()
+		long := false
+		multi := runtime.GOMAXPROCS(0) > 1
+		fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
+		for range n {
+			start := time.Now()
+			if start.Sub(last) >= 5*time.Millisecond {
+				runtime.Gosched()
+				last = start
+			}
+			for long {
+				slice := unix.NsecToTimespec(int64(5 * time.Millisecond)) // ppoll leaves the rest in it
+				k, err := unix.Ppoll(fds, &slice, nil)
+				if k > 0 {
+					break
+				}
+				if err == nil {
+					runtime.Gosched()
+				}
+			}
+			if _, err := syscall.Read(0, b[:]); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			long = multi && time.Since(start) >= 5*time.Millisecond
+		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|blocking-yield|netpoll COUNT")
+		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|blocking-yield|sliced|netpoll COUNT")
 		os.Exit(2)
 	}
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Syscalls per wait of a Go reader (waitcost) and of C's (reader), by the
 # time each wait lasts, counted by perf's syscall tracepoints on the host:
-#   bench/syscalls/waitcost/run.sh [COUNT]
+#   INTERVALS='200 20000' bench/syscalls/waitcost/run.sh [COUNT]
 # The ticker writes a byte every INTERVAL µs into a pipe; only the reader
 # is counted, less what the same reader makes for no wait at all (its
 # start and exit).
@@ -23,8 +23,8 @@ count() { # COUNT INTERVAL CMD...: the six counts, comma-separated
 		END {printf "%d,%d,%d,%d,%d,%d\n", rd, fu, ns, ep, sy, t}' "$tmp/out"
 }
 printf '%-16s %9s %6s %6s %6s %6s %6s %6s\n' reader interval read futex nanosl epoll yield total
-for us in 2 10 50 200 1000; do
-	for r in ${READERS:-"c" "go blocking 1" "go blocking 2" "go blocking-yield 1" "go blocking-yield 2" "go netpoll 1" "go netpoll 2"}; do
+for us in ${INTERVALS:-2 10 50 200 1000 20000}; do
+	for r in ${READERS:-"c" "go blocking 1" "go blocking 2" "go blocking-yield 1" "go blocking-yield 2" "go sliced 1" "go sliced 2" "go netpoll 1" "go netpoll 2"}; do
 		set -- $r
 		case $1 in
 		c) cmd="$tmp/reader" ;;
