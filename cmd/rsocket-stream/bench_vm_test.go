@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,7 +43,7 @@ func BenchmarkRsocketStreamVM(b *testing.B) {
 	defer cancel()
 	for _, m := range p.Machines() {
 		script := "mkdir -p /tmp/bench-bin && cp " + goStream + " /tmp/bench-bin/ && " +
-			"{ grep -q ' " + cgRoot + " cgroup2 ' /proc/mounts || { mkdir -p " + cgRoot + " && mount -t cgroup2 none " + cgRoot + "; }; }"
+			vmtest.MountCgroup
 		if r, err := m.Run(ctx, script); r == nil || !r.Success() {
 			b.Fatalf("prepare %s: %v %+v", m.Name, err, r)
 		}
@@ -109,9 +108,6 @@ func BenchmarkRsocketStreamVM(b *testing.B) {
 	}
 }
 
-// cgRoot is where the benchmark mounts cgroup v2 in each guest.
-const cgRoot = "/tmp/bench-cg"
-
 func fieldsOr(env, def string) []string {
 	if s := os.Getenv(env); s != "" {
 		return strings.Fields(s)
@@ -128,24 +124,12 @@ type sample struct {
 // cpuPair is the CPU time of client and server, µs.
 type cpuPair struct{ cli, srv float64 }
 
-// inCgroup is a script that runs cmd alone in a new cgroup named cg and
-// then prints the cgroup's CPU time: usage_usec counts every thread, to
-// the microsecond, where the guests' /proc counts in 10 ms ticks.
-func inCgroup(cg, cmd string) string {
-	d := cgRoot + "/" + cg
-	return fmt.Sprintf(`mkdir %[1]s && sh -c 'echo $$ > %[1]s/cgroup.procs && exec %[2]s'; rc=$?; `+
-		`echo "cpu_usec $(sed -n 's/^usage_usec //p' %[1]s/cpu.stat)"; rmdir %[1]s; exit $rc`, d, cmd)
-}
-
-var cpuPattern = regexp.MustCompile(`(?m)^cpu_usec (\d+)$`)
-
 func parseCPU(b *testing.B, who, out string) float64 {
 	b.Helper()
-	m := cpuPattern.FindStringSubmatch(out)
-	if m == nil {
+	v, ok := vmtest.CPUUsec(out)
+	if !ok {
 		b.Fatalf("%s: no cpu_usec line in %q", who, out)
 	}
-	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
 }
 
@@ -155,7 +139,7 @@ func parseCPU(b *testing.B, who, out string) float64 {
 func benchRun(b *testing.B, ctx context.Context, srv, cli *vmtest.Machine, tool, flags string, port int, tcp bool) sample {
 	b.Helper()
 	args := fmt.Sprintf("%s -p %d", flags, port)
-	srvCmd := inCgroup(fmt.Sprintf("s%d", port), tool+" "+args)
+	srvCmd := vmtest.InCgroup(fmt.Sprintf("s%d", port), tool+" "+args)
 	var sp *agent.Process
 	if tcp { // no cm_id to watch: the client retries until the port answers
 		var err error
@@ -171,7 +155,7 @@ func benchRun(b *testing.B, ctx context.Context, srv, cli *vmtest.Machine, tool,
 	}
 	defer sp.Stop(context.Background())
 	for try := 0; ; try++ {
-		cliCmd := inCgroup(fmt.Sprintf("c%d-%d", port, try), fmt.Sprintf("%s -s %s %s", tool, srv.Addr, args))
+		cliCmd := vmtest.InCgroup(fmt.Sprintf("c%d-%d", port, try), fmt.Sprintf("%s -s %s %s", tool, srv.Addr, args))
 		r, err := cli.Run(ctx, "sleep 3; "+cliCmd)
 		if r != nil && r.Success() {
 			so := twintest.Finish(b, ctx, sp, tool+" server")

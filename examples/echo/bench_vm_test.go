@@ -164,8 +164,7 @@ func exPair(b *testing.B, ctx context.Context) *vmtest.Pair {
 		}
 	}
 	for _, m := range p.Machines() {
-		cp := "mkdir -p /tmp/bench-bin && cd " + vmtest.GuestShare + "/bin/$(uname -m) && cp echo echo-c write write-c /tmp/bench-bin/ && " +
-			"{ grep -q ' " + cgRoot + " cgroup2 ' /proc/mounts || { mkdir -p " + cgRoot + " && mount -t cgroup2 none " + cgRoot + "; }; }"
+		cp := "mkdir -p /tmp/bench-bin && cd " + vmtest.GuestShare + "/bin/$(uname -m) && cp echo echo-c write write-c /tmp/bench-bin/ && " + vmtest.MountCgroup
 		if r, err := m.Run(ctx, cp); r == nil || !r.Success() {
 			b.Fatalf("copy to guest %s: %v %+v", m.Name, err, r)
 		}
@@ -210,7 +209,7 @@ func exRun(b *testing.B, ctx context.Context, p *vmtest.Pair, c exCase, who stri
 	time.Sleep(settle)
 	srv, cli := fmt.Sprintf("%s -s -a %s %s", bin, p.B.Addr, args), fmt.Sprintf("%s -a %s -t %s", bin, p.B.Addr, args)
 	if count {
-		srv, cli = inCgroup(srv), inCgroup(cli)
+		srv, cli = vmtest.InCgroup("srv", srv), vmtest.InCgroup("cli", cli)
 	}
 	sp, err := p.B.Start(ctx, srv)
 	if err != nil {
@@ -243,29 +242,14 @@ func exRun(b *testing.B, ctx context.Context, p *vmtest.Pair, c exCase, who stri
 	return cr.Stdout, calls
 }
 
-// cgRoot is where exPair mounts cgroup v2 in each guest.
-const cgRoot = "/tmp/bench-cg"
-
-// inCgroup is a script that runs cmd alone in a new cgroup and then
-// prints the cgroup's CPU time: usage_usec counts every thread, and the
-// kernel's work in their syscalls, to the microsecond.
-func inCgroup(cmd string) string {
-	d := cgRoot + "/run"
-	return fmt.Sprintf(`mkdir %[1]s && sh -c 'echo $$ > %[1]s/cgroup.procs && exec %[2]s'; rc=$?; `+
-		`echo "cpu_usec $(sed -n 's/^usage_usec //p' %[1]s/cpu.stat)"; rmdir %[1]s; exit $rc`, d, cmd)
-}
-
-var cpuLine = regexp.MustCompile(`(?m)^cpu_usec (\d+)$`)
-
-// cpuUsec reads inCgroup's line.
+// cpuUsec reads vmtest.InCgroup's line.
 func cpuUsec(b *testing.B, out string) int {
 	b.Helper()
-	m := cpuLine.FindStringSubmatch(out)
-	if m == nil {
+	v, ok := vmtest.CPUUsec(out)
+	if !ok {
 		b.Fatalf("no CPU time in %q", out)
 	}
-	n, _ := strconv.Atoi(m[1])
-	return n
+	return int(v)
 }
 
 // traceScript starts (on) or reads and ends the histogram of the syscalls
