@@ -40,7 +40,7 @@ var exCases = []exCase{
 // their C twins (examples/c/echo.c, write.c) in the vmtest guests, both
 // ends Go against both ends C (server in guest b, client in guest a, the
 // kernel CM), in the order of variants, reversed every other round (the
-// Go examples twice: with ThreadWait and with -netpoll), every binary run from
+// Go examples twice: -wait thread and -wait netpoll), every binary run from
 // the guests' tmpfs, each run after a settle pause (the kernel CM's
 // TimeWait, see cmd/rdmacm-ping/bench_vm_test.go). The time is the
 // client's -t line: the mean time per operation (echo: one round trip of
@@ -79,7 +79,7 @@ func BenchmarkExamplesVM(b *testing.B) {
 	p := exPair(b, ctx)
 	for i := 0; i < b.N; i++ {
 		for _, c := range cases {
-			us := map[string][]float64{} // "c", "go" -> rounds of us/op
+			us := map[string][]float64{} // variant -> rounds of us/op
 			for r := 0; r < rounds; r++ {
 				order := slices.Clone(variants)
 				if r%2 == 1 {
@@ -177,9 +177,9 @@ func exPair(b *testing.B, ctx context.Context) *vmtest.Pair {
 const settle = 3 * time.Second
 
 // variants are what each case runs, C first: the C twin, the Go example
-// (its waits with ThreadWait, as C's), and the Go example with -netpoll
-// (the library's default wait).
-var variants = []string{"c", "go", "go-netpoll"}
+// waiting in the kernel (ThreadWait, as C waits), and the Go example
+// waiting in the netpoller (the library's default).
+var variants = []string{"c", "go-thread", "go-netpoll"}
 
 // exRun runs c's program (who: a variant) for n operations, server in
 // guest b and client in guest a, and returns the client's output and,
@@ -193,8 +193,8 @@ func exRun(b *testing.B, ctx context.Context, p *vmtest.Pair, c exCase, who stri
 	case "c":
 		bin += "-c"
 		comm += "-c"
-	case "go-netpoll":
-		args += " -netpoll"
+	default:
+		args += " -wait " + strings.TrimPrefix(who, "go-")
 	}
 	if who != "c" && os.Getenv("BENCH_GOENV") != "" {
 		bin = "env " + os.Getenv("BENCH_GOENV") + " " + bin
@@ -336,7 +336,7 @@ func printSyscalls(name string, per map[string]map[string]float64) {
 	}
 	rows := slices.Collect(maps.Keys(names))
 	slices.SortFunc(rows, func(x, y string) int {
-		vx, vy := per["go client"][x]+per["go server"][x], per["go client"][y]+per["go server"][y]
+		vx, vy := per["go-thread client"][x]+per["go-thread server"][x], per["go-thread client"][y]+per["go-thread server"][y]
 		if vx != vy {
 			if vx > vy {
 				return -1

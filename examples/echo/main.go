@@ -27,16 +27,16 @@ var (
 	size    = flag.Int("size", 4096, "message size")
 	timed   = flag.Bool("t", false, "print the mean time per round trip")
 	backend = flag.String("backend", "", "CM backend: auto, kernel, user")
-	netpoll = flag.Bool("netpoll", false, "wait for completions in the Go netpoller (the library's default), not in the kernel")
+	wait    = flag.String("wait", "thread", "where a wait for a completion sleeps: thread (in the kernel, EndpointOptions.ThreadWait) or netpoll (the Go netpoller, the library's default)")
 )
 
 func main() {
 	flag.Parse()
 	ctx := context.Background()
 	// ThreadWait: a wait is one read(2) of the completion channel, as the
-	// C twin's ibv_get_cq_event; a program with few connections can hold a
-	// thread per wait.
-	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: !*netpoll}
+	// C twin's ibv_get_cq_event; a program with few connections, whose
+	// waits are short, can hold a thread per wait.
+	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: *wait == "thread"}
 	var ep *rdmacm.Endpoint
 	var err error
 	if *server {

@@ -27,7 +27,7 @@ var (
 	count   = flag.Int("n", 1, "writes")
 	timed   = flag.Bool("t", false, "print the mean time per write")
 	backend = flag.String("backend", "", "CM backend: auto, kernel, user")
-	netpoll = flag.Bool("netpoll", false, "wait for completions in the Go netpoller (the library's default), not in the kernel")
+	wait    = flag.String("wait", "netpoll", "where a wait for a completion sleeps: netpoll (the Go netpoller, the library's default) or thread (in the kernel, EndpointOptions.ThreadWait)")
 )
 
 const size = 1 << 20
@@ -35,10 +35,10 @@ const size = 1 << 20
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	// ThreadWait: a wait is one read(2) of the completion channel, as the
-	// C twin's ibv_get_cq_event; a program with few connections can hold a
-	// thread per wait.
-	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: !*netpoll}
+	// The netpoller: a write's wait is long (tens of ms on rxe), and the
+	// runtime takes the P of a thread that long in a syscall, which costs
+	// more syscalls than the netpoller's wait (docs/benchmarks.md).
+	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: *wait == "thread"}
 	if *server {
 		var rb []byte // the REP's private data: mem's RemoteBuf
 		opts.Setup = func(*rdmacm.Endpoint) (rdmacm.ConnSetup, error) { return rdmacm.ConnSetup{PrivateData: rb}, nil }
