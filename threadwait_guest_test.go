@@ -45,38 +45,7 @@ func threadWait(t *testing.T, addr string) {
 	const size = 64
 	bg := context.Background()
 	served := make(chan error, 1)
-	serve := func() {
-		served <- func() error {
-			ep, err := l.Accept(ctx)
-			if err != nil {
-				return err
-			}
-			defer ep.Close()
-			buf, err := ep.RegMsgs(2 * size)
-			if err != nil {
-				return err
-			}
-			defer buf.Close()
-			if err := ep.PostRecv(buf, 0, size); err != nil {
-				return err
-			}
-			for {
-				wc, err := ep.WaitRecv(bg)
-				if err != nil {
-					return err // io.EOF at the client's disconnect
-				}
-				if err := ep.PostRecv(buf, size-int(wc.ID), size); err != nil {
-					return err
-				}
-				if err := ep.PostSend(buf, int(wc.ID), int(wc.ByteLen)); err != nil {
-					return err
-				}
-				if _, err := ep.WaitSend(bg); err != nil {
-					return err
-				}
-			}
-		}()
-	}
+	serve := func() { served <- serveEcho(ctx, l, size) }
 	dial := func() (*rdmacm.Endpoint, *rdmacm.MR) {
 		ep, err := rdmacm.Dial(ctx, addr, opts)
 		if err != nil {

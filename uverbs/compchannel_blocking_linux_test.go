@@ -182,7 +182,7 @@ func TestWaitBlockingCancellable(t *testing.T) {
 // and closes the fd after it; a wait under a context that never ends
 // keeps the fd open until its read returns.
 func TestWaitBlockingClose(t *testing.T) {
-	ch, _, w := pipeChannel(t)
+	ch, _, _ := pipeChannel(t)
 	fd := uintptr(ch.ev.fd())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -203,7 +203,7 @@ func TestWaitBlockingClose(t *testing.T) {
 		t.Fatalf("wait after Close: %v, want ErrClosed", err)
 	}
 
-	ch, _, w = pipeChannel(t)
+	ch, _, w := pipeChannel(t)
 	fd = uintptr(ch.ev.fd())
 	go func() {
 		_, err := ch.WaitBlocking(context.Background(), nil)

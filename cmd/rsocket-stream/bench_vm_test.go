@@ -33,6 +33,8 @@ import (
 // side (setup, teardown and the server's idle wait), over the transfers.
 //
 //	BENCH_ROUNDS=6 [BENCH_TRANSPORTS=rdma] [BENCH_MODES="b n"] [BENCH_CASES="lat-64 bw-1m"] VMTEST=1 go test -run '^$' -bench 'RsocketStreamVM' -benchtime 1x -timeout 60m ./cmd/rsocket-stream/
+//
+// BENCH_GOENV (e.g. "GOMAXPROCS=2") sets the Go twin's environment.
 func BenchmarkRsocketStreamVM(b *testing.B) {
 	p := guests.Pair(b)
 	rounds := 4
@@ -139,7 +141,11 @@ func parseCPU(b *testing.B, who, out string) float64 {
 func benchRun(b *testing.B, ctx context.Context, srv, cli *vmtest.Machine, tool, flags string, port int, tcp bool) sample {
 	b.Helper()
 	args := fmt.Sprintf("%s -p %d", flags, port)
-	srvCmd := vmtest.InCgroup(fmt.Sprintf("s%d", port), tool+" "+args)
+	cmd := tool
+	if e := os.Getenv("BENCH_GOENV"); e != "" && tool != "rstream" {
+		cmd = "env " + e + " " + tool
+	}
+	srvCmd := vmtest.InCgroup(fmt.Sprintf("s%d", port), cmd+" "+args)
 	var sp *agent.Process
 	if tcp { // no cm_id to watch: the client retries until the port answers
 		var err error
@@ -155,7 +161,7 @@ func benchRun(b *testing.B, ctx context.Context, srv, cli *vmtest.Machine, tool,
 	}
 	defer sp.Stop(context.Background())
 	for try := 0; ; try++ {
-		cliCmd := vmtest.InCgroup(fmt.Sprintf("c%d-%d", port, try), fmt.Sprintf("%s -s %s %s", tool, srv.Addr, args))
+		cliCmd := vmtest.InCgroup(fmt.Sprintf("c%d-%d", port, try), fmt.Sprintf("%s -s %s %s", cmd, srv.Addr, args))
 		r, err := cli.Run(ctx, "sleep 3; "+cliCmd)
 		if r != nil && r.Success() {
 			so := twintest.Finish(b, ctx, sp, tool+" server")
