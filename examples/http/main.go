@@ -67,9 +67,10 @@ func serve(address string, opts *rsocket.Options) error {
 	}
 	srv := &http.Server{}
 	var served atomic.Int64
+	shut := make(chan error, 1)
 	done := func() {
 		if n := served.Add(1); *requests > 0 && n == int64(*requests) {
-			go srv.Shutdown(context.Background())
+			go func() { shut <- srv.Shutdown(context.Background()) }()
 		}
 	}
 	mux := http.NewServeMux()
@@ -108,7 +109,10 @@ func serve(address string, opts *rsocket.Options) error {
 	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	// Serve returns as Shutdown begins; the last reply is still being
+	// written and its connection closed (Close waits for the peer to have
+	// it). Exiting now would destroy the QP under it.
+	return <-shut
 }
 
 func errOK(err error) string {
