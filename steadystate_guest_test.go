@@ -29,7 +29,6 @@ func TestSteadyStateAllocsInGuest(t *testing.T) {
 	}
 	defer l.Close()
 	const size = 64
-	bg := context.Background()
 	served := make(chan error, 1)
 	go func() { served <- serveEcho(ctx, l, size) }()
 	ep, err := rdmacm.Dial(ctx, exampleHost+":7417", opts)
@@ -47,13 +46,7 @@ func TestSteadyStateAllocsInGuest(t *testing.T) {
 	}
 	roundTrips := func(n int) {
 		for range n {
-			if err := ep.PostSend(buf, size, size); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ep.WaitSend(bg); err != nil {
-				t.Fatal(err)
-			}
-			wc, err := ep.WaitRecv(bg)
+			wc, err := sendForEcho(ep, buf, size)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,4 +108,18 @@ func serveEcho(ctx context.Context, l *rdmacm.Listener, size int) error {
 			return err
 		}
 	}
+}
+
+// sendForEcho sends the size bytes at buf's offset size and waits for the
+// send and for the echo, whose completion it returns; the caller reposts
+// the receive.
+func sendForEcho(ep *rdmacm.Endpoint, buf *rdmacm.MR, size int) (rdmacm.WC, error) {
+	bg := context.Background()
+	if err := ep.PostSend(buf, size, size); err != nil {
+		return rdmacm.WC{}, err
+	}
+	if _, err := ep.WaitSend(bg); err != nil {
+		return rdmacm.WC{}, err
+	}
+	return ep.WaitRecv(bg)
 }

@@ -70,13 +70,7 @@ func threadWait(t *testing.T, addr string) {
 			time.Sleep(pause) // the server's wait is long
 			b := buf.Bytes()
 			b[size], b[size+size-1] = byte(i), byte(i>>8)
-			if err := ep.PostSend(buf, size, size); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ep.WaitSend(bg); err != nil {
-				t.Fatal(err)
-			}
-			wc, err := ep.WaitRecv(bg)
+			wc, err := sendForEcho(ep, buf, size)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -204,9 +204,10 @@ func (e *eventFile) pollRead(ctx context.Context, r *eventRead) error {
 // kickLocked ends a cancellable wait's ppoll (e.mu held).
 func (e *eventFile) kickLocked() {
 	if e.kick >= 0 {
-		kcall.Write(e.kick, one[:])
+		kcall.Write(e.kick, kickCount[:])
 	}
 }
 
-// one is what a kick adds to the eventfd's count: any count but 0 wakes.
-var one = [8]byte{1}
+// kickCount is what a kick adds to the eventfd's count: any count but 0
+// wakes.
+var kickCount = [8]byte{1}

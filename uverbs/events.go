@@ -148,7 +148,7 @@ func (e *eventFile) close() error {
 	if e.blocking && e.holders > 0 {
 		e.kickLocked() // a cancellable wait leaves its ppoll
 		e.mu.Unlock()
-		return nil // the last wait closes the fds (leave)
+		return nil // the last wait closes the fds (release)
 	}
 	e.mu.Unlock()
 	return e.closeFDs()
