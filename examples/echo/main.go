@@ -36,7 +36,11 @@ func main() {
 	// ThreadWait: a wait is one read(2) of the completion channel, as the
 	// C twin's ibv_get_cq_event; a program with few connections, whose
 	// waits are short, can hold a thread per wait.
-	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: *wait == "thread"}
+	// RecvSlots: both receives are posted before the REQ or REP leaves, as
+	// the C twin posts before rdma_accept; a message that finds none waits
+	// out an RNR NAK (655 ms: the kernel CM's min_rnr_timer is 0).
+	opts := &rdmacm.EndpointOptions{Backend: rdma.Backend(*backend), ThreadWait: *wait == "thread",
+		RecvSlots: 2, RecvSlotSize: *size}
 	var ep *rdmacm.Endpoint
 	var err error
 	if *server {
@@ -54,20 +58,18 @@ func main() {
 		log.Fatal(err)
 	}
 	defer ep.Close()
-	buf, err := ep.RegMsgs(2 * *size) // two slots: the next receive is posted before the echo
+	in := ep.RecvMR() // two slots: one stays posted while the other is echoed
+	out, err := ep.RegMsgs(*size)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer buf.Close()
-	if err := ep.PostRecv(buf, 0, *size); err != nil {
-		log.Fatal(err)
-	}
+	defer out.Close()
 	lat := make([]time.Duration, 0, *count)
 	begin := time.Now()
 	for i := 0; *server || i < *count; i++ {
 		start := time.Now()
 		if !*server {
-			if err := ep.PostSend(buf, *size, *size); err != nil {
+			if err := ep.PostSend(out, 0, *size); err != nil {
 				log.Fatal(err)
 			}
 			if _, err := ep.WaitSend(ctx); err != nil {
@@ -81,16 +83,16 @@ func main() {
 		} else if err != nil {
 			log.Fatal(err)
 		}
-		if err := ep.PostRecv(buf, *size-int(wc.ID), *size); err != nil {
-			log.Fatal(err)
-		}
 		if *server {
-			if err := ep.PostSend(buf, int(wc.ID), int(wc.ByteLen)); err != nil {
+			if err := ep.PostSend(in, int(wc.ID), int(wc.ByteLen)); err != nil {
 				log.Fatal(err)
 			}
 			if _, err := ep.WaitSend(ctx); err != nil {
 				log.Fatal(err)
 			}
+		}
+		if err := ep.PostRecv(in, int(wc.ID), *size); err != nil {
+			log.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
 	}
