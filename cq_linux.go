@@ -43,7 +43,6 @@ type poller struct {
 	// closes it (and makes the next); a wait nobody waited on allocates
 	// no channel.
 	newsTaken bool
-	buf       [16]uverbs.WC
 	qarr      [2][16]uverbs.WC
 	woke      []*uverbs.CQ // the channel wait's CQs (only the waiter touches it)
 }
@@ -57,14 +56,11 @@ func (goneError) Error() string { return "gone" }
 // that queue is empty, so it refills the queue's array from the start and
 // nothing is allocated.
 func (p *poller) pollLocked(k int) (int, error) {
-	if len(p.q[k]) == 0 {
-		p.q[k] = p.qarr[k][:0]
-	}
-	n, err := p.cqs[k].Poll(p.buf[:])
+	n, err := p.cqs[k].Poll(p.qarr[k][:])
 	if err != nil {
 		return 0, err
 	}
-	p.q[k] = append(p.q[k], p.buf[:n]...)
+	p.q[k] = p.qarr[k][:n]
 	p.polled[k] += int64(n)
 	return n, nil
 }

@@ -99,10 +99,8 @@ func (ch *CompChannel) blockingErr(op string) error {
 // hold takes the blocking file's turn, then counts the wait as one that
 // holds its fds (release undoes both).
 func (e *eventFile) hold(ctx context.Context) error {
-	select {
-	case e.turn <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := e.takeTurn(ctx); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -83,9 +83,9 @@ func (ch *CompChannel) event(b []byte, out []*CQ) []*CQ {
 	if cq == nil {
 		return out
 	}
-	if e, ok := cq.ops.(cqEventer); ok {
+	if cq.eventer != nil {
 		cq.mu.Lock()
-		e.event() // once per event read, as ibv_get_cq_event
+		cq.eventer.event() // once per event read, as ibv_get_cq_event
 		cq.mu.Unlock()
 	}
 	for _, seen := range out {
@@ -117,6 +117,7 @@ type CQ struct {
 	cqe     int
 	channel *CompChannel
 	ops     cqOps
+	eventer cqEventer           // ops as a cqEventer, or nil: asserted once, not per event
 	notify  [2]*kcall.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
 	drv     any                 // provider state between cqData and newCQ
 	// mu guards the ring, as libmlx5's cq->lock (a pthread spinlock
@@ -197,6 +198,7 @@ func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 		return nil, err
 	}
 	cq.ops = ops
+	cq.eventer, _ = ops.(cqEventer)
 	x.cqs[cq.uhandle] = cq
 	return cq, nil
 }

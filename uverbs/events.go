@@ -193,6 +193,23 @@ func (e *eventFile) tryRead(r *eventRead) (ok bool, err error) {
 	return true, nil
 }
 
+// takeTurn waits for the file's turn or ctx's end. The uncontended turn
+// is a non-blocking send, a fraction of a two-case select's cost on every
+// wait.
+func (e *eventFile) takeTurn(ctx context.Context) error {
+	select {
+	case e.turn <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case e.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // wait blocks until one event is read into r or ctx ends. Closing the
 // file interrupts it with ErrClosed. Waits take turns (the poller
 // serialises reads of one file anyway), so the read deadline that a
@@ -205,10 +222,8 @@ func (e *eventFile) wait(ctx context.Context, r *eventRead) error {
 	if err != nil {
 		return e.closedErr(err)
 	}
-	select {
-	case e.turn <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := e.takeTurn(ctx); err != nil {
+		return err
 	}
 	defer func() { <-e.turn }()
 	cancellable := ctx.Done() != nil
