@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""tbsum.py: summarize tbcount.so dumps (docs/benchmarks.md, create qp).
+"""tbsum.py: summarize tbcount.so dumps (docs/benchmarks.md: create qp, echo round trips).
 
   tbsum.py [-n N] [-min M] OUTDIR                 every window: kernel and user
                                                   instructions, memory accesses and
@@ -7,6 +6,13 @@
                                                   distinct blocks run at least M times
   tbsum.py [-n N] [-min M] -sym NMFILE DUMP       one window's user blocks by symbol
                                                   (NMFILE: `go tool nm -n -size BINARY`)
+
+  tbsum.py -pairs N0 N OUTDIR                     per operation, each "LABEL N rR" window less
+                                                  its "LABEL N0 rR": kernel and user
+                                                  instructions and memory accesses
+                                                  (echo_windows.sh's labels)
+  tbsum.py -diff NMFILE DUMP0 DUMP1 OPS           user instructions per operation by symbol,
+                                                  DUMP1 less DUMP0, over OPS operations
 
 A block counts as distinct per iteration when it ran at least M times in
 the window (default 150 of N = 200 iterations): the code every
@@ -84,7 +90,64 @@ def by_symbol(nmfile, path, n, least):
         print('%6d %16.1f  %s' % (b, execs[s] / n, s))
 
 
+def totals(path):
+    """Kernel and user instructions and memory accesses of one window."""
+    t = collections.Counter()
+    for v, k, e, m in load(path)[1]:
+        side = 'kernel' if v >= KERNEL else 'user'
+        t[side] += k * e
+        t[side + ' mems'] += m
+    return t
+
+
+def pairs(outdir, n0, n):
+    """Each window labelled "LABEL n rR" less the one labelled "LABEL n0 rR"."""
+    wins = {}
+    for path in sorted(glob.glob(os.path.join(outdir, 'dump-*.txt'))):
+        p = load(path)[0].split()
+        if len(p) == 3 and p[1] in (str(n0), str(n)):
+            wins[(p[0], p[2], p[1])] = totals(path)
+    print('label round | per operation: kernel insns, user insns, total, kernel mems, user mems')
+    for (label, rnd, size), t in sorted(wins.items()):
+        base = wins.get((label, rnd, str(n0)))
+        if size != str(n) or base is None:
+            continue
+        d = {k: (t[k] - base[k]) / (n - n0) for k in ('kernel', 'user', 'kernel mems', 'user mems')}
+        print('%-10s %s | %7.0f %7.0f %7.0f %7.0f %6.0f' % (
+            label, rnd, d['kernel'], d['user'], d['kernel'] + d['user'], d['kernel mems'], d['user mems']))
+
+
+def diff(nmfile, path0, path1, ops):
+    """User instructions per operation by symbol, path1's window less path0's."""
+    syms = symbols(nmfile)
+    starts = [s[0] for s in syms]
+
+    def per(path):
+        c = collections.Counter()
+        for v, k, e, _ in load(path)[1]:
+            if v >= KERNEL:
+                c['[kernel]'] += k * e
+                continue
+            i = bisect.bisect_right(starts, v) - 1
+            inside = i >= 0 and v < syms[i][0] + max(syms[i][1], 1)
+            c[syms[i][2] if inside else '[vDSO or a library]'] += k * e
+        return c
+
+    a, b = per(path0), per(path1)
+    d = {k: (b[k] - a[k]) / ops for k in set(a) | set(b)}
+    print('user insns/op %.0f, kernel %.0f' % (sum(v for k, v in d.items() if k != '[kernel]'), d.get('[kernel]', 0)))
+    for k, v in sorted(d.items(), key=lambda x: -x[1]):
+        if k != '[kernel]' and v >= 20:
+            print('%8.1f  %s' % (v, k))
+
+
 def main(argv):
+    if argv[:1] == ['-pairs'] and len(argv) == 4:
+        pairs(argv[3], int(argv[1]), int(argv[2]))
+        return
+    if argv[:1] == ['-diff'] and len(argv) == 5:
+        diff(argv[1], argv[2], argv[3], float(argv[4]))
+        return
     n, least, nm = 200, 150, None
     while argv and argv[0].startswith('-'):
         flag, val = argv[0], argv[1]
