@@ -57,10 +57,13 @@ type EndpointOptions struct {
 	// register RecvSlots*RecvSlotSize bytes for receives (Endpoint.RecvMR)
 	// and post one receive per slot while its QP is in INIT, before the
 	// REQ or the REP leaves, so that a peer that sends at once finds them
-	// (a client with RNR retry count 0 included). A slot's completion has
-	// its offset as ID; repost it with PostRecv(ep.RecvMR(), int(wc.ID),
-	// RecvSlotSize). RecvSlotSize 0 posts zero-length receives, for
-	// immediate data only (RecvMR is then nil).
+	// (a client with RNR retry count 0 included). A receive posted after
+	// Dial or Accept returns can come after the peer's first message, which
+	// then waits out an RNR NAK: 655 ms with the CM's min_rnr_timer of 0.
+	// A slot's completion has its offset as ID; repost it with
+	// PostRecv(ep.RecvMR(), int(wc.ID), RecvSlotSize). RecvSlotSize 0
+	// posts zero-length receives, for immediate data only (RecvMR is then
+	// nil).
 	RecvSlots, RecvSlotSize int
 
 	// ECE asks for Enhanced Connection Establishment (rdma_set_local_ece):
