@@ -33,6 +33,8 @@ compgen -G '/usr/lib/*/libibverbs/libmlx5-rdmav*.so' >/dev/null || need+=(ibverb
 # plugins load only into it), and apt knowing Debian's arm64 packages, from
 # which the test unpacks libmlx5's arm64 build into a sysroot in its cache.
 have aarch64-linux-gnu-gcc || need+=(gcc-aarch64-linux-gnu)
+# Its C library headers are only a Recommends of the cross compiler.
+[ -f /usr/aarch64-linux-gnu/include/stdio.h ] || need+=(libc6-dev-arm64-cross)
 have qemu-aarch64 || need+=(qemu-user)
 arm64=0
 dpkg --print-foreign-architectures | grep -qx arm64 || arm64=1

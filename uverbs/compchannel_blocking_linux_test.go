@@ -17,7 +17,7 @@ import (
 // pipeChannel is a blocking completion channel on a pipe's read end,
 // with CQ handle 7 known to its context: WaitBlocking's read and
 // decoding, testable without a device.
-func pipeChannel(t *testing.T) (*CompChannel, *CQ, *os.File) {
+func pipeChannel(t testing.TB) (*CompChannel, *CQ, *os.File) {
 	t.Helper()
 	p := make([]int, 2)
 	if err := unix.Pipe2(p, unix.O_CLOEXEC); err != nil {
@@ -268,5 +268,22 @@ func TestWaitBlockingLongWaits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkWaitBlockingReady is a wait whose event is already written: the
+// wait's own cost beside its read(2) (and the benchmark's write(2)).
+func BenchmarkWaitBlockingReady(b *testing.B) {
+	ch, _, w := pipeChannel(b)
+	ev := compEvent(7)
+	var dst []*CQ
+	var err error
+	for b.Loop() {
+		if _, err = w.Write(ev); err != nil {
+			b.Fatal(err)
+		}
+		if dst, err = ch.WaitBlocking(context.Background(), dst); err != nil || len(dst) != 1 {
+			b.Fatalf("WaitBlocking: %v, %d CQs", err, len(dst))
+		}
 	}
 }
