@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """tbsum.py: summarize tbcount.so dumps (docs/benchmarks.md: create qp, echo round trips).
 
   tbsum.py [-n N] [-min M] OUTDIR                 every window: kernel and user
@@ -65,7 +66,8 @@ def symbols(nmfile):
     return syms
 
 
-def by_symbol(nmfile, path, n, least):
+def namer(nmfile):
+    """A user address's symbol in nmfile's binary, or its page outside it."""
     syms = symbols(nmfile)
     starts = [s[0] for s in syms]
 
@@ -74,7 +76,11 @@ def by_symbol(nmfile, path, n, least):
         if i >= 0 and v < syms[i][0] + max(syms[i][1], 1):
             return syms[i][2]
         return '?%x (not in the binary: vDSO or a library)' % (v >> 12 << 12)
+    return name
 
+
+def by_symbol(nmfile, path, n, least):
+    name = namer(nmfile)
     per = collections.Counter()
     for v, _, e, _ in load(path)[1]:
         if v < KERNEL:
@@ -119,18 +125,12 @@ def pairs(outdir, n0, n):
 
 def diff(nmfile, path0, path1, ops):
     """User instructions per operation by symbol, path1's window less path0's."""
-    syms = symbols(nmfile)
-    starts = [s[0] for s in syms]
+    name = namer(nmfile)
 
     def per(path):
         c = collections.Counter()
         for v, k, e, _ in load(path)[1]:
-            if v >= KERNEL:
-                c['[kernel]'] += k * e
-                continue
-            i = bisect.bisect_right(starts, v) - 1
-            inside = i >= 0 and v < syms[i][0] + max(syms[i][1], 1)
-            c[syms[i][2] if inside else '[vDSO or a library]'] += k * e
+            c['[kernel]' if v >= KERNEL else name(v)] += k * e
         return c
 
     a, b = per(path0), per(path1)
