@@ -235,18 +235,20 @@ func (ep *Endpoint) WaitRecv(ctx context.Context) (WC, error) {
 }
 
 func (ep *Endpoint) wait(ctx context.Context, k int) (WC, error) {
-	select {
-	case <-ep.closed:
+	if ep.isClosed.Load() {
 		return WC{}, fmt.Errorf("rdmacm: %w", ErrClosed)
-	default:
 	}
 	if ep.p.cqs[k] == nil {
 		return WC{}, fmt.Errorf("rdmacm: the endpoint's completions of this queue go to a shared CQ (CQ.Next) or the caller's QP's CQ: %w", ErrInvalidArgument)
 	}
 	for {
 		w, err := ep.p.next(ctx, ep.gone, k)
-		if err == nil && w.Status == WCWRFlushErr && ep.gone.Err() != nil {
-			continue // flushed by the end of the connection: not returned
+		if err == nil {
+			if w.Status == WCWRFlushErr && ep.gone.Err() != nil {
+				continue // flushed by the end of the connection: not returned
+			}
+			wc := wcOf(w)
+			return wc, wc.Err()
 		}
 		if errors.As(err, new(goneError)) {
 			cause := context.Cause(ep.gone)
@@ -260,10 +262,6 @@ func (ep *Endpoint) wait(ctx context.Context, k int) (WC, error) {
 			}
 			return WC{}, cause // a fatal CM event, which names itself
 		}
-		if err != nil {
-			return WC{}, err
-		}
-		wc := wcOf(w)
-		return wc, wc.Err()
+		return WC{}, err
 	}
 }

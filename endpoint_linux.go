@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-rdma/rdmacm/cm"
 	"github.com/go-rdma/rdmacm/ece"
@@ -50,6 +51,7 @@ type Endpoint struct {
 	gone       context.Context // ends when the connection is gone
 	setGone    context.CancelCauseFunc
 	closed     chan struct{}
+	isClosed   atomic.Bool // set as closed is closed: a wait's check, without a select
 	closeOnce  sync.Once
 	closeErr   error
 	watcherEnd chan struct{}
@@ -597,6 +599,7 @@ func (ep *Endpoint) Close() error {
 			}
 		}
 		ep.end(fmt.Errorf("rdmacm: %w", ErrClosed))
+		ep.isClosed.Store(true)
 		close(ep.closed)
 		if ep.watcherEnd != nil {
 			<-ep.watcherEnd

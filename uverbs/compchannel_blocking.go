@@ -23,10 +23,10 @@ import (
 // posted work requests into completions; posting a send makes one). A
 // wait under a context that can end sleeps in ppoll(2) on the channel and
 // an eventfd instead, two syscalls per wait, and the context's end or
-// Close ends it; so does a wait after one that lasted 5 ms or more,
-// whatever its context, when GOMAXPROCS is over 1 (the runtime takes the
-// P of a thread 10 ms in one syscall even with Ps idle: a long wait
-// sleeps 5 ms at a time). Close never closes the fd under a read in
+// Close ends it; so does a wait that begins 5 ms or more after the one
+// before it began, whatever its context, when GOMAXPROCS is over 1 (the
+// runtime takes the P of a thread 10 ms in one syscall even with Ps
+// idle: a wait that may be long sleeps 5 ms at a time). Close never closes the fd under a read in
 // progress: the last wait closes it on its way out.
 func (x *Context) CreateCompChannelBlocking() (*CompChannel, error) {
 	return x.createCompChannel(true)
@@ -38,17 +38,17 @@ func (x *Context) CreateCompChannelBlocking() (*CompChannel, error) {
 // left for the next call; waits take turns. With a ctx that never ends
 // (Done is nil) the wait is one blocking read(2), which neither Close nor
 // anything but an event ends (see CreateCompChannelBlocking); with one
-// that can end, or after a wait of 5 ms or more with GOMAXPROCS over 1,
-// ppoll(2) (in slices of 5 ms with GOMAXPROCS over 1) that ctx's end and
-// Close interrupt, then the read. Either runs on
-// the runtime's syscall path: the goroutine's thread
-// blocks in the kernel and the runtime gives its P to another thread
-// meanwhile. Every few milliseconds a wait first passes through the
-// scheduler (runtime.Gosched), so that the runtime does not take the P
-// at every wait of a loop that never yields (schedPass). It allocates
-// nothing once warm when dst has room and ctx is the same on every call
-// or never ends. Re-arm the CQ with RequestNotify and poll it again
-// after, as with Wait.
+// that can end, or 5 ms or more after the last wait began with
+// GOMAXPROCS over 1, ppoll(2) (in slices of 5 ms with GOMAXPROCS over 1)
+// that ctx's end and Close interrupt, then the read. Either runs on the
+// runtime's syscall path: the goroutine's thread blocks in the kernel
+// and the runtime gives its P to another thread meanwhile. Every few
+// milliseconds a wait first passes through the scheduler
+// (runtime.Gosched), so that the runtime does not take the P at every
+// wait of a loop that never yields (schedPass). It allocates nothing
+// once warm when dst has room and ctx is the same on every call or never
+// ends. Re-arm the CQ with RequestNotify and poll it again after, as
+// with Wait.
 func (ch *CompChannel) WaitBlocking(ctx context.Context, dst []*CQ) ([]*CQ, error) {
 	if !ch.blocking {
 		return dst[:0], ch.blockingErr("wait blocking on completion channel")
@@ -56,12 +56,14 @@ func (ch *CompChannel) WaitBlocking(ctx context.Context, dst []*CQ) ([]*CQ, erro
 	if err := ctx.Err(); err != nil {
 		return dst[:0], err
 	}
-	start := int64(time.Since(epoch))
-	ch.pass.maybeAt(start)
+	now := int64(time.Since(epoch)) // the wait's one clock reading
+	ch.pass.maybeAt(now)
 	e := ch.ev
 	if err := e.hold(ctx); err != nil {
 		return dst[:0], err
 	}
+	e.long = e.lastStart != 0 && now-e.lastStart >= int64(pollSlice)
+	e.lastStart = now
 	r := e.getRead()
 	// With one P the runtime takes it at every syscall it sees (no P is
 	// idle), so slices would only take it more often.
@@ -71,7 +73,6 @@ func (ch *CompChannel) WaitBlocking(ctx context.Context, dst []*CQ) ([]*CQ, erro
 	} else {
 		err = e.pollRead(ctx, r)
 	}
-	e.long = int64(time.Since(epoch))-start >= int64(pollSlice)
 	out := dst[:0]
 	if err == nil && r.n == 8 {
 		out = ch.event(r.buf[:8], out)
@@ -105,7 +106,7 @@ func (e *eventFile) hold(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed.Load() {
-		<-e.turn
+		e.giveTurn()
 		return ErrClosed
 	}
 	e.holders++
@@ -119,7 +120,7 @@ func (e *eventFile) release() {
 	e.holders--
 	last := e.holders == 0 && e.closed.Load()
 	e.mu.Unlock()
-	<-e.turn
+	e.giveTurn()
 	if last {
 		e.closeFDs()
 	}

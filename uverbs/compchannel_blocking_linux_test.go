@@ -218,10 +218,10 @@ func TestWaitBlockingClose(t *testing.T) {
 	}
 }
 
-// TestWaitBlockingLongWaits: with more than one P, after a wait of 5 ms
-// or more a wait under a context that never ends sleeps in slices, so
-// Close ends it; after a short one it is a read again. With one P it
-// stays a read.
+// TestWaitBlockingLongWaits: with more than one P, a wait under a
+// context that never ends that begins 5 ms or more after the last one
+// began sleeps in slices, so Close ends it; one soon after is a read
+// again. With one P it stays a read.
 func TestWaitBlockingLongWaits(t *testing.T) {
 	for _, procs := range []int{2, 1} {
 		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
@@ -232,15 +232,16 @@ func TestWaitBlockingLongWaits(t *testing.T) {
 				w.Write(compEvent(7))
 			}
 			go late()
-			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil {
-				t.Fatal(err)
+			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil || ch.ev.long {
+				t.Fatalf("the first wait: %v, long %v", err, ch.ev.long)
 			}
-			if !ch.ev.long {
-				t.Fatal("a 30 ms wait is not long")
+			w.Write(compEvent(7))
+			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil || !ch.ev.long {
+				t.Fatalf("a wait 30 ms after the last began: %v, long %v", err, ch.ev.long)
 			}
 			w.Write(compEvent(7))
 			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil || ch.ev.long {
-				t.Fatalf("a wait with its event queued: %v, long %v", err, ch.ev.long)
+				t.Fatalf("a wait at once after the last: %v, long %v", err, ch.ev.long)
 			}
 			go late()
 			if _, err := ch.WaitBlocking(context.Background(), nil); err != nil {

@@ -118,6 +118,7 @@ type CQ struct {
 	channel *CompChannel
 	ops     cqOps
 	eventer cqEventer           // ops as a cqEventer, or nil: asserted once, not per event
+	armer   cqArmer             // ops as a cqArmer, or nil: asserted once, not per arm
 	notify  [2]*kcall.IoctlCall // prebuilt REQ_NOTIFY_CQ (INVOKE_WRITE), per solicitedOnly
 	drv     any                 // provider state between cqData and newCQ
 	// mu guards the ring, as libmlx5's cq->lock (a pthread spinlock
@@ -199,6 +200,7 @@ func (x *Context) CreateCQ(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 	}
 	cq.ops = ops
 	cq.eventer, _ = ops.(cqEventer)
+	cq.armer, _ = ops.(cqArmer)
 	x.cqs[cq.uhandle] = cq
 	return cq, nil
 }
@@ -271,7 +273,7 @@ func (cq *CQ) pollErr(kind error) error {
 // solicitedOnly) queues one event on its channel (REQ_NOTIFY_CQ).
 func (cq *CQ) RequestNotify(solicitedOnly bool) error {
 	x := cq.ctx
-	if a, ok := cq.ops.(cqArmer); ok {
+	if a := cq.armer; a != nil {
 		// mlx5: doorbell record and UAR write, no command.
 		cq.mu.Lock()
 		if cq.closed {

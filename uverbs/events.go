@@ -39,10 +39,14 @@ type eventFile struct {
 	// the last of them, so that no fd number is reused under a read.
 	kick    int
 	holders int
-	// long: a blocking file's last wait lasted a pollSlice or more, so
-	// the next sleeps in slices even under a context that never ends
-	// (only the wait holding the turn touches it).
-	long bool
+	// long: a blocking file's wait in progress (or last) began a
+	// pollSlice or more after the one before it, at lastStart (ns since
+	// epoch), so it sleeps in slices even under a context that never
+	// ends: the time since the last start stands for the last wait's
+	// length, with one clock reading per wait (only the wait holding the
+	// turn touches them).
+	long      bool
+	lastStart int64
 
 	reg sync.Mutex // guards raw, f and rc
 	raw int        // the fd until it joins the netpoller, -1 after
@@ -57,9 +61,17 @@ type eventFile struct {
 	// context every time (a driver goroutine) allocates nothing per wait.
 	cancelCtx  context.Context
 	stopCancel func() bool
-	waiting    bool          // a cancellable wait is in progress
-	deadline   bool          // a cancellation set the read deadline in the past
-	turn       chan struct{} // one wait at a time
+	waiting    bool // a cancellable wait is in progress
+	deadline   bool // a cancellation set the read deadline in the past
+
+	// One wait at a time: busy is the turn, taken by a compare-and-swap;
+	// a wait that finds it taken counts itself in queued and sleeps on
+	// wake (one slot), which giveTurn fills when someone is queued. The
+	// uncontended turn is two atomics, where a channel's send and receive
+	// each take the runtime's channel lock.
+	busy   atomic.Bool
+	queued atomic.Int32
+	wake   chan struct{}
 
 	// spare is an eventRead kept for the next wait: one slot, not a
 	// sync.Pool, whose per-P cache misses when a syscall moves the
@@ -99,7 +111,7 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 	if fd < 0 {
 		return nil, unix.EBADF
 	}
-	return &eventFile{name: name, raw: fd, num: int32(fd), kick: -1, turn: make(chan struct{}, 1)}, nil
+	return &eventFile{name: name, raw: fd, num: int32(fd), kick: -1, wake: make(chan struct{}, 1)}, nil
 }
 
 // poller registers the fd with the netpoller once and returns its RawConn.
@@ -193,20 +205,36 @@ func (e *eventFile) tryRead(r *eventRead) (ok bool, err error) {
 	return true, nil
 }
 
-// takeTurn waits for the file's turn or ctx's end. The uncontended turn
-// is a non-blocking send, a fraction of a two-case select's cost on every
-// wait.
+// takeTurn waits for the file's turn or ctx's end.
 func (e *eventFile) takeTurn(ctx context.Context) error {
-	select {
-	case e.turn <- struct{}{}:
+	if e.busy.CompareAndSwap(false, true) {
 		return nil
-	default:
 	}
-	select {
-	case e.turn <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	// queued is counted before the second try, and giveTurn clears busy
+	// before it reads queued: one of the two sees the other (sync/atomic
+	// is sequentially consistent), so no release goes unnoticed.
+	e.queued.Add(1)
+	defer e.queued.Add(-1)
+	for !e.busy.CompareAndSwap(false, true) {
+		select {
+		case <-e.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// giveTurn ends the turn that takeTurn took and wakes a queued wait. A
+// wake that finds the turn taken again leaves that wait queued; the
+// taker's giveTurn wakes it.
+func (e *eventFile) giveTurn() {
+	e.busy.Store(false)
+	if e.queued.Load() > 0 {
+		select {
+		case e.wake <- struct{}{}:
+		default: // a wake is pending already
+		}
 	}
 }
 
@@ -225,7 +253,7 @@ func (e *eventFile) wait(ctx context.Context, r *eventRead) error {
 	if err := e.takeTurn(ctx); err != nil {
 		return err
 	}
-	defer func() { <-e.turn }()
+	defer e.giveTurn()
 	cancellable := ctx.Done() != nil
 	if cancellable {
 		e.watch(ctx)

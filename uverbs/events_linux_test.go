@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +123,59 @@ func TestEventFileCloseInterruptsWait(t *testing.T) {
 	e.close()
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("err %v, want ErrClosed", err)
+	}
+}
+
+// TestEventFileTurn: the turn is held by one wait at a time, no release
+// is lost while waits queue (each ends, none waits for a release that
+// came before it queued), and a queued wait's cancellation gives up its
+// place without taking the turn.
+func TestEventFileTurn(t *testing.T) {
+	e, _ := pipeEventFile(t)
+	const waiters, rounds = 8, 2000
+	var holders, held, cancelled atomic.Int32
+	var wg sync.WaitGroup
+	for g := 0; g < waiters; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if i%7 == g%7 {
+					ctx, cancel = context.WithCancel(context.Background())
+					cancel() // queued or not, this one may not wait
+				}
+				if err := e.takeTurn(ctx); err != nil {
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("takeTurn: %v", err)
+					}
+					cancelled.Add(1)
+					continue
+				}
+				cancel()
+				if n := holders.Add(1); n != 1 {
+					t.Errorf("%d waits hold the turn", n)
+				}
+				if i%3 == 0 {
+					runtime.Gosched()
+				}
+				holders.Add(-1)
+				held.Add(1)
+				e.giveTurn()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("waits still queued after 30 s: %d turns held, %d queued", held.Load(), e.queued.Load())
+	}
+	if held.Load()+cancelled.Load() != waiters*rounds || held.Load() == 0 {
+		t.Fatalf("%d turns held and %d cancelled, want %d in all", held.Load(), cancelled.Load(), waiters*rounds)
+	}
+	if e.busy.Load() || e.queued.Load() != 0 {
+		t.Fatalf("after the last turn: busy %v, %d queued", e.busy.Load(), e.queued.Load())
 	}
 }

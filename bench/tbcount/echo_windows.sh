@@ -7,7 +7,9 @@
 # OUTDIR` then gives guest a's instructions per round trip. Guest b's QEMU
 # (no plugin) has its host CPU time counted by perf stat per run.
 # SHARE holds echo (Go) and echo-c (examples/c/echo.c); variants:
-# c, thread, netpoll (Go's -wait), thread2 and netpoll2 (GOMAXPROCS=2).
+# c, thread, netpoll (Go's -wait), thread2 and netpoll2 (GOMAXPROCS=2);
+# a Go variant@NAME runs SHARE/NAME instead of echo (an A/B of two builds:
+# thread2 thread2@echo-old).
 # Run from the repository root, after `go build -o bin/vmtest ./internal/vmtest/cmd/vmtest`.
 set -e
 P=$1; R=$2; shift 2
@@ -19,13 +21,15 @@ for p in $(pgrep -f "qemu-system.*$P"); do
 	tr '\0' ' ' < /proc/$p/cmdline | grep -q 'ip=192.0.2.2' && qb=$p
 done
 [ -n "$qb" ] || { echo "echo_windows: no guest b of $P" >&2; exit 1; }
-for g in a b; do $V run "$P" $g 'cp /host/echo /host/echo-c /tmp/' > /dev/null; done
+for g in a b; do $V run "$P" $g 'cp /host/echo* /tmp/' > /dev/null; done
 for r in $(seq 1 "$R"); do
 	for v in "$@"; do
-		case $v in
+		g=/tmp/echo
+		case $v in *@*) g=/tmp/${v#*@} ;; esac
+		case ${v%@*} in
 		c) bin=/tmp/echo-c; x="" ;;
-		thread | netpoll) bin=/tmp/echo; x="-wait $v" ;;
-		thread2 | netpoll2) bin="env GOMAXPROCS=2 /tmp/echo"; x="-wait ${v%2}" ;;
+		thread | netpoll) bin=$g; x="-wait ${v%@*}" ;;
+		thread2 | netpoll2) bin="env GOMAXPROCS=2 $g"; x="-wait ${v%%2*}" ;;
 		*) echo "echo_windows: unknown variant $v" >&2; exit 2 ;;
 		esac
 		for n in $N0 $N; do
