@@ -96,10 +96,11 @@ type EndpointOptions struct {
 	// between threads. A sleeping wait holds an OS thread, so ThreadWait
 	// suits a program with few busy connections, not thousands of idle
 	// ones, and short waits: with more than one P the runtime takes the
-	// P of a thread 10 ms in one syscall, so after a wait of 5 ms or more
-	// the next sleeps in ppoll slices of 5 ms, which still costs about
-	// twice the netpoller's syscalls on a wait of 20 ms. It applies to the
-	// endpoint's own CQs, not to shared ones (SendCQ, RecvCQ).
+	// P of a thread 10 ms in one syscall, so a wait that begins 5 ms or
+	// more after the last one began sleeps in ppoll slices of 5 ms, which
+	// still costs about twice the netpoller's syscalls on a wait of 20
+	// ms. It applies to the endpoint's own CQs, not to shared ones
+	// (SendCQ, RecvCQ).
 	ThreadWait bool
 
 	// SendCQ and RecvCQ, when set, are shared CQs (NewCQ) the endpoint's

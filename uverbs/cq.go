@@ -123,8 +123,9 @@ type CQ struct {
 	drv     any                 // provider state between cqData and newCQ
 	// mu guards the ring, as libmlx5's cq->lock (a pthread spinlock
 	// taken in mlx5_poll_cq): one locked instruction per Poll, where
-	// sync.Mutex's Unlock is a second (LOCK XADD). Nothing blocks under
-	// it (Close's munmap and the raw REQ_NOTIFY_CQ ioctl never wait).
+	// sync.Mutex's Unlock is a second (LOCK XADD). Only short calls run
+	// under it (Close's munmap, the REQ_NOTIFY_CQ ioctl); a waiter yields
+	// its P after a few spins.
 	mu     barrier.SpinLock
 	closed bool // the ring is gone (guarded by mu)
 	once   sync.Once

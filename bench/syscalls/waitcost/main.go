@@ -65,12 +65,13 @@ func main() {
 			}
 		}
 	case "sliced":
-		// As blocking-yield, but after a wait of 5 ms or more, with
-		// GOMAXPROCS over 1 (uverbs' WaitBlocking), the next waits in
-		// ppoll slices of 5 ms, under the 10 ms after which sysmon takes
-		// the P of a thread in one syscall, idle Ps or not.
+		// As blocking-yield, but a wait that begins 5 ms or more after
+		// the last one began, with GOMAXPROCS over 1 (uverbs'
+		// WaitBlocking), waits in ppoll slices of 5 ms, under the 10 ms
+		// after which sysmon takes the P of a thread in one syscall,
+		// idle Ps or not.
 		last := time.Now()
-		long := false
+		var prev time.Time
 		multi := runtime.GOMAXPROCS(0) > 1
 		fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
 		for range n {
@@ -79,6 +80,8 @@ func main() {
 				runtime.Gosched()
 				last = start
 			}
+			long := multi && !prev.IsZero() && start.Sub(prev) >= 5*time.Millisecond
+			prev = start
 			for long {
 				slice := unix.NsecToTimespec(int64(5 * time.Millisecond)) // ppoll leaves the rest in it
 				k, err := unix.Ppoll(fds, &slice, nil)
@@ -93,7 +96,6 @@ func main() {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
-			long = multi && time.Since(start) >= 5*time.Millisecond
 		}
 	default:
 		fmt.Fprintln(os.Stderr, "usage: waitcost blocking|blocking-yield|sliced|netpoll COUNT")
