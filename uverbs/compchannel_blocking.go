@@ -26,8 +26,9 @@ import (
 // Close ends it; so does a wait that begins 5 ms or more after the one
 // before it began, whatever its context, when GOMAXPROCS is over 1 (the
 // runtime takes the P of a thread 10 ms in one syscall even with Ps
-// idle: a wait that may be long sleeps 5 ms at a time). Close never closes the fd under a read in
-// progress: the last wait closes it on its way out.
+// idle: a wait that may be long sleeps 5 ms at a time). Close never
+// closes the fd under a read in progress: the last wait closes it on its
+// way out.
 func (x *Context) CreateCompChannelBlocking() (*CompChannel, error) {
 	return x.createCompChannel(true)
 }
