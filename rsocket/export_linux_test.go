@@ -12,3 +12,11 @@ func CtrlCounts(c *Conn) (posted, limit uint32) {
 	c.pollLocked()
 	return c.k.ctrlSeqno, c.k.ctrlMaxSeqno
 }
+
+// PeerIOMapEntries is the size of the peer's iomap table, from its
+// connection data.
+func PeerIOMapEntries(c *Conn) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int(c.k.remoteIOMap.Length)
+}

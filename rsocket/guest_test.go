@@ -334,22 +334,7 @@ func TestRiostreamInGuest(t *testing.T) {
 	opts := &rsocket.Options{Backend: guestBackend(), IOMapSize: 1}
 	for _, tc := range []struct{ size, count int }{{64, 10}, {4096, 10}} {
 		t.Run(fmt.Sprintf("riostream-server-%d", tc.size), func(t *testing.T) {
-			srv, err := guest.Peer().Start(ctx, fmt.Sprintf("riostream -b %s -p 7500 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c *rsocket.Conn
-			for i := 0; ; i++ {
-				c, err = rsocket.Dial(ctx, guest.Peer().Addr+":7500", opts)
-				if err == nil || i == 50 {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				r, _ := srv.Stop(ctx)
-				t.Fatalf("dial riostream: %v\n%+v", err, r)
-			}
+			srv, c := dialRiostream(t, ctx, fmt.Sprintf("riostream -b %s -p 7500 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count), guest.Peer().Addr+":7500", opts)
 			defer c.Close()
 			p := &rioPeer{client: true, size: tc.size, count: tc.count, iters: 1, verify: true}
 			if err := p.run(c); err != nil {
@@ -384,6 +369,42 @@ func TestRiostreamInGuest(t *testing.T) {
 			waitPeer(t, ctx, cl, "riostream client in b")
 			t.Logf("riostream: %s", cl.Stdout())
 		})
+	}
+}
+
+// dialRiostream starts a riostream server in guest b and dials it. The
+// server sets RDMA_IOMAPSIZE on its listener only after rlisten, and
+// librdmacm accepts in its own thread, so a connection that arrives in
+// between is offered no iomap window: that server is stopped and started
+// again.
+func dialRiostream(t *testing.T, ctx context.Context, cmd, addr string, opts *rsocket.Options) (*guest.Process, *rsocket.Conn) {
+	t.Helper()
+	for start := 1; ; start++ {
+		srv, err := guest.Peer().Start(ctx, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c *rsocket.Conn
+		for i := 0; ; i++ {
+			c, err = rsocket.Dial(ctx, addr, opts)
+			if err == nil || i == 50 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			r, _ := srv.Stop(ctx)
+			t.Fatalf("dial riostream: %v\n%+v", err, r)
+		}
+		if rsocket.PeerIOMapEntries(c) > 0 {
+			return srv, c
+		}
+		c.Close()
+		r, _ := srv.Stop(ctx)
+		if start == 5 {
+			t.Fatalf("riostream offered no iomap window on %d connections\n%+v", start, r)
+		}
+		t.Logf("riostream accepted before it set RDMA_IOMAPSIZE; starting it again")
 	}
 }
 
