@@ -96,7 +96,7 @@ func Open(opts *Options) (*Channel, error) {
 	case BackendAuto, "":
 		b, err = openAuto(&o)
 	default:
-		return nil, fmt.Errorf("cm: unknown backend %q", o.Backend)
+		return nil, fmt.Errorf("cm: unknown backend %q: %w", o.Backend, ErrInvalidArgument)
 	}
 	if err != nil {
 		return nil, err
@@ -203,16 +203,17 @@ func (c *Channel) GetEvent(ctx context.Context) (*Event, error) {
 }
 
 // Ack acknowledges the event (rdma_ack_cm_event): the event and its
-// private data must not be used afterwards. Acking twice is an error.
+// private data must not be used afterwards. Acking twice fails with
+// ErrInvalidState.
 func (e *Event) Ack() error {
 	c := e.ch
 	if c == nil {
-		return errors.New("cm: Ack of an event that was not delivered by a channel")
+		return fmt.Errorf("cm: Ack of an event that was not delivered by a channel: %w", ErrInvalidArgument)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.acked {
-		return errors.New("cm: event acked twice")
+		return fmt.Errorf("cm: event acked twice: %w", ErrInvalidState)
 	}
 	e.acked = true
 	c.unacked--

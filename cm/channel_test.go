@@ -272,8 +272,11 @@ func TestAsyncPassiveFlow(t *testing.T) {
 	if err := ev.Ack(); err != nil {
 		t.Fatal(err)
 	}
-	if err := ev.Ack(); err == nil {
-		t.Fatal("second Ack succeeded")
+	if err := ev.Ack(); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("second Ack: %v, want ErrInvalidState", err)
+	}
+	if err := (&Event{}).Ack(); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Ack of an event no channel delivered: %v, want ErrInvalidArgument", err)
 	}
 	// External QP, ECE offered, not answered.
 	err = nid.Accept(ctx, &ConnParam{QPNum: 0x22})

@@ -47,3 +47,11 @@ func TestOpenUcmaPermission(t *testing.T) {
 		t.Errorf("mode 000 node: %v", err)
 	}
 }
+
+// A backend name Open does not know is an invalid argument, named.
+func TestOpenUnknownBackend(t *testing.T) {
+	_, err := Open(&Options{Backend: "rxe-please"})
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), `"rxe-please"`) {
+		t.Fatalf("Open with an unknown backend: %v, want ErrInvalidArgument naming it", err)
+	}
+}

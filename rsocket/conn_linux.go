@@ -623,7 +623,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 
 // Write writes b in chunks growing from 2 KiB to 64 KiB, each an RDMA
 // WRITE WITH IMMEDIATE into the peer's receive buffer (rsend); it blocks
-// while the peer grants no room.
+// while the peer grants no room. After CloseWrite, the peer's close or a
+// failed transfer, it fails with an error matching syscall.ECONNRESET (as
+// rsend's) and rdma.ErrDisconnected.
 func (c *Conn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

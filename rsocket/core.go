@@ -2,6 +2,8 @@ package rsocket
 
 import (
 	"fmt"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // core is the rsockets protocol state of one stream connection with no
@@ -307,7 +309,7 @@ func (k *core) findIOMap(off uint64) (iomapEntry, bool) {
 func (k *core) iomapWrite(index int, e iomapEntry) (write, [iomapLen]byte, error) {
 	var b [iomapLen]byte
 	if index >= int(k.remoteIOMap.Length) {
-		return write{}, b, fmt.Errorf("rsocket: the peer takes %d mappings: %w", k.remoteIOMap.Length, errNoIOMap)
+		return write{}, b, fmt.Errorf("rsocket: iomap entry %d of the peer's %d: %w", index, k.remoteIOMap.Length, rdma.ErrInvalidArgument)
 	}
 	putIOMap(b[:], e, k.peerBig)
 	w := write{n: iomapLen, imm: msgSet(opIOMapSGL, uint32(index)), remoteAddr: k.remoteIOMap.Addr + uint64(index)*iomapLen, rkey: k.remoteIOMap.Key}

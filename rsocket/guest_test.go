@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -227,22 +228,8 @@ func TestRstreamInGuest(t *testing.T) {
 	opts := &rsocket.Options{Backend: guestBackend()}
 	for _, tc := range []struct{ size, count int }{{64, 50}, {4096, 10}} {
 		t.Run(fmt.Sprintf("rstream-server-%d", tc.size), func(t *testing.T) {
-			srv, err := guest.Peer().Start(ctx, fmt.Sprintf("rstream -b %s -p 7483 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c *rsocket.Conn
-			for i := 0; ; i++ { // until rstream listens
-				c, err = rsocket.Dial(ctx, guest.Peer().Addr+":7483", opts)
-				if err == nil || i == 50 {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				r, _ := srv.Stop(ctx)
-				t.Fatalf("dial rstream: %v\n%+v", err, r)
-			}
+			srv, c := startAndDial(t, ctx, fmt.Sprintf("rstream -b %s -p 7483 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count), guest.Peer().Addr+":7483", opts)
+			defer c.Close()
 			p := &rstreamPeer{client: true, size: tc.size, count: tc.count, iters: 1, verify: true}
 			if err := p.run(c); err != nil {
 				r, _ := srv.Stop(ctx)
@@ -334,7 +321,7 @@ func TestRiostreamInGuest(t *testing.T) {
 	opts := &rsocket.Options{Backend: guestBackend(), IOMapSize: 1}
 	for _, tc := range []struct{ size, count int }{{64, 10}, {4096, 10}} {
 		t.Run(fmt.Sprintf("riostream-server-%d", tc.size), func(t *testing.T) {
-			srv, c := dialRiostream(t, ctx, fmt.Sprintf("riostream -b %s -p 7500 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count), guest.Peer().Addr+":7500", opts)
+			srv, c := startAndDial(t, ctx, fmt.Sprintf("riostream -b %s -p 7500 -T b -T v -S %d -C %d -I 1", guest.Peer().Addr, tc.size, tc.count), guest.Peer().Addr+":7500", opts)
 			defer c.Close()
 			p := &rioPeer{client: true, size: tc.size, count: tc.count, iters: 1, verify: true}
 			if err := p.run(c); err != nil {
@@ -372,12 +359,12 @@ func TestRiostreamInGuest(t *testing.T) {
 	}
 }
 
-// dialRiostream starts a riostream server in guest b and dials it. The
-// server sets RDMA_IOMAPSIZE on its listener only after rlisten, and
-// librdmacm accepts in its own thread, so a connection that arrives in
-// between is offered no iomap window: that server is stopped and started
-// again.
-func dialRiostream(t *testing.T, ctx context.Context, cmd, addr string, opts *rsocket.Options) (*guest.Process, *rsocket.Conn) {
+// startAndDial starts a C server (rstream, riostream) in guest b and dials
+// it until it listens. riostream sets RDMA_IOMAPSIZE on its listener only
+// after rlisten, and librdmacm accepts in its own thread, so a connection
+// that arrives in between is offered no iomap window: when opts asks for
+// windows, such a server is stopped and started again.
+func startAndDial(t *testing.T, ctx context.Context, cmd, addr string, opts *rsocket.Options) (*guest.Process, *rsocket.Conn) {
 	t.Helper()
 	for start := 1; ; start++ {
 		srv, err := guest.Peer().Start(ctx, cmd)
@@ -394,17 +381,17 @@ func dialRiostream(t *testing.T, ctx context.Context, cmd, addr string, opts *rs
 		}
 		if err != nil {
 			r, _ := srv.Stop(ctx)
-			t.Fatalf("dial riostream: %v\n%+v", err, r)
+			t.Fatalf("dial %s: %v\n%+v", cmd, err, r)
 		}
-		if rsocket.PeerIOMapEntries(c) > 0 {
+		if opts.IOMapSize == 0 || rsocket.PeerIOMapEntries(c) > 0 {
 			return srv, c
 		}
 		c.Close()
 		r, _ := srv.Stop(ctx)
 		if start == 5 {
-			t.Fatalf("riostream offered no iomap window on %d connections\n%+v", start, r)
+			t.Fatalf("%s offered no iomap window on %d connections\n%+v", cmd, start, r)
 		}
-		t.Logf("riostream accepted before it set RDMA_IOMAPSIZE; starting it again")
+		t.Logf("%s accepted before it set RDMA_IOMAPSIZE; starting it again", cmd)
 	}
 }
 
@@ -424,6 +411,48 @@ func TestIOMapGoGoInGuest(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatalf("size %d server: %v", size, err)
 		}
+	}
+}
+
+// TestIOMapErrorsInGuest: IOMap and WriteAt fail with the rdma sentinels:
+// no window offered, every window taken, and offsets outside the windows.
+func TestIOMapErrorsInGuest(t *testing.T) {
+	guest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, s := localPair(t, ctx, 7510, &rsocket.Options{IOMapSize: 1})
+	if _, err := c.IOMap(0, 0); !errors.Is(err, rdma.ErrInvalidArgument) {
+		t.Fatalf("IOMap of 0 bytes: %v, want ErrInvalidArgument", err)
+	}
+	m, err := c.IOMap(4096, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.IOMap(4096, 4096); !errors.Is(err, rdma.ErrBusy) {
+		t.Fatalf("IOMap beyond the peer's one window: %v, want ErrBusy", err)
+	}
+	if _, err := c.Write([]byte("x")); err != nil { // sends the window
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(s, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.WriteAt(make([]byte, 4097), 0); n != 4096 || !errors.Is(err, rdma.ErrInvalidArgument) {
+		t.Fatalf("WriteAt past the window's end: %d, %v; want 4096 and ErrInvalidArgument", n, err)
+	}
+	if _, err := s.WriteAt(make([]byte, 1), -1); !errors.Is(err, rdma.ErrInvalidArgument) {
+		t.Fatalf("WriteAt at -1: %v, want ErrInvalidArgument", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = c.IOMap(64, 0); err != nil {
+		t.Fatalf("IOMap after the window was closed: %v", err)
+	}
+	m.Close()
+	c0, _ := localPair(t, ctx, 7511, nil)
+	if _, err := c0.IOMap(64, 0); !errors.Is(err, rdma.ErrNotSupported) {
+		t.Fatalf("IOMap when the peer offers no window: %v, want ErrNotSupported", err)
 	}
 }
 
@@ -669,8 +698,8 @@ func TestCloseWriteInGuest(t *testing.T) {
 	if err := c.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Write([]byte("x")); err == nil {
-		t.Fatal("Write after CloseWrite succeeded")
+	if _, err := c.Write([]byte("x")); !errors.Is(err, syscall.ECONNRESET) || !errors.Is(err, rdma.ErrDisconnected) {
+		t.Fatalf("Write after CloseWrite: %v, want ECONNRESET and ErrDisconnected", err)
 	}
 	s.SetReadDeadline(time.Now().Add(10 * time.Second))
 	req, err := io.ReadAll(s)
@@ -877,6 +906,9 @@ func TestKilledPeerInGuest(t *testing.T) {
 		case err := <-w.ch:
 			if err == nil {
 				t.Fatalf("%s after the peer was killed: no error", w.name)
+			}
+			if w.name == "write" && (!errors.Is(err, syscall.ECONNRESET) || !errors.Is(err, rdma.ErrDisconnected)) {
+				t.Fatalf("write after the peer was killed: %v, want ECONNRESET and ErrDisconnected", err)
 			}
 			t.Logf("%s after %v: %v", w.name, time.Since(killed).Round(time.Millisecond), err)
 		case <-limit:

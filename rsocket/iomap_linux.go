@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/go-rdma/rdmacm/qp"
+	"github.com/go-rdma/rdmacm/rdma"
 	"github.com/go-rdma/rdmacm/uverbs"
 )
 
@@ -28,10 +29,12 @@ type IOMap struct {
 
 // IOMap registers a window of size bytes the peer may write at offsets
 // [offset, offset+size), in one of the entries the peer's IOMapSize
-// (RDMA_IOMAPSIZE) offers.
+// (RDMA_IOMAPSIZE) offers. It fails with an error matching
+// rdma.ErrNotSupported when the peer offers none, and rdma.ErrBusy when
+// they are all in use.
 func (c *Conn) IOMap(size int, offset int64) (*IOMap, error) {
 	if size <= 0 || size > 1<<30 || offset < 0 {
-		return nil, c.opErr("iomap", fmt.Errorf("size %d at offset %d: %w", size, offset, os.ErrInvalid))
+		return nil, c.opErr("iomap", fmt.Errorf("size %d at offset %d: %w", size, offset, rdma.ErrInvalidArgument))
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -45,8 +48,11 @@ func (c *Conn) IOMap(size int, offset int64) (*IOMap, error) {
 			break
 		}
 	}
-	if index < 0 {
-		return nil, c.opErr("iomap", fmt.Errorf("the peer takes %d windows: %w", entries, errNoIOMap))
+	switch {
+	case entries == 0:
+		return nil, c.opErr("iomap", fmt.Errorf("the peer takes no windows (its IOMapSize is 0): %w", rdma.ErrNotSupported))
+	case index < 0:
+		return nil, c.opErr("iomap", fmt.Errorf("no free window among the %d the peer offers: %w", entries, rdma.ErrBusy))
 	}
 	buf, err := uverbs.AllocBuffer(size)
 	if err != nil {
@@ -123,7 +129,8 @@ func (c *Conn) sendIOMaps() error {
 // WriteAt writes p at offset off of the peer's windows (riowrite): RDMA
 // WRITEs without immediate, in chunks growing from 2 KiB to 64 KiB; the
 // peer is not notified. Offsets outside every window the peer gave fail
-// with an error after the bytes before them.
+// with an error matching rdma.ErrInvalidArgument, after the bytes before
+// them.
 func (c *Conn) WriteAt(p []byte, off int64) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -134,7 +141,7 @@ func (c *Conn) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	if off < 0 {
-		return 0, c.opErr("write", os.ErrInvalid)
+		return 0, c.opErr("write", fmt.Errorf("offset %d: %w", off, rdma.ErrInvalidArgument))
 	}
 	olen := uint32(olapStartSize)
 	n := 0
@@ -146,7 +153,7 @@ func (c *Conn) WriteAt(p []byte, off int64) (int, error) {
 		e, ok := c.k.findIOMap(at)
 		if !ok {
 			c.mu.Unlock()
-			return n, c.opErr("write", fmt.Errorf("offset %d: %w", at, errNoIOMap))
+			return n, c.opErr("write", fmt.Errorf("offset %d is in none of the peer's windows: %w", at, rdma.ErrInvalidArgument))
 		}
 		w := c.k.nextDirect(len(p)-n, at, e, &olen)
 		c.postPlanned(w, p[n:n+int(w.n)], uverbs.OpRDMAWrite)

@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
+
+	"github.com/go-rdma/rdmacm/rdma"
 )
 
 // The rsockets wire format, as librdmacm/rsocket.c (rdma-core v44) sends
@@ -195,9 +198,15 @@ func getIOMap(b []byte, bigEndian bool) iomapEntry {
 // hostBigEndian is rs_host_is_net(): the NET flag this host sends.
 var hostBigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
 
-// errNoIOMap is a WriteAt outside the peer's windows, or an IOMap the
-// peer has no room for.
-var errNoIOMap = errors.New("no such iomap window")
+// errConnReset is the error of a connection the transport lost, or of a
+// send on one that can no longer send. It matches syscall.ECONNRESET,
+// which rsocket.c's rsend and riowrite set there, and rdma.ErrDisconnected.
+var errConnReset error = connReset{}
 
-// errConnReset is the error of a connection the transport lost.
-var errConnReset = errors.New("connection reset")
+type connReset struct{}
+
+func (connReset) Error() string { return "connection reset" }
+
+func (connReset) Is(target error) bool {
+	return target == syscall.ECONNRESET || target == rdma.ErrDisconnected
+}

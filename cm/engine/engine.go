@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"math/bits"
 	"time"
 
@@ -126,10 +125,11 @@ type Stats struct {
 	Evicted uint64
 }
 
-// New returns an engine. cfg.Source is required.
+// New returns an engine. cfg.Source is required; a Config out of range
+// fails with ErrInvalidArgument.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Source == nil {
-		return nil, errors.New("engine: Config.Source is nil")
+		return nil, errorf("Config.Source is nil: %w", ErrInvalidArgument)
 	}
 	if cfg.CMResponseTimeout == 0 {
 		cfg.CMResponseTimeout = defaultCMResponseTimeout
@@ -145,12 +145,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.CMResponseTimeout > mad.MaxTimeout || cfg.MRAServiceTimeout > mad.MaxTimeout ||
 		cfg.MaxCMRetries > 15 || cfg.ACKDelay > mad.MaxTimeout {
-		return nil, errors.New("engine: Config timeout or retry count out of range")
+		return nil, errorf("Config timeout or retry count out of range: %w", ErrInvalidArgument)
 	}
 	var ib [4]uint64
 	for _, p := range cfg.InfiniBandPorts {
 		if p == 0 {
-			return nil, errors.New("engine: Config.InfiniBandPorts names port 0 (ports start at 1)")
+			return nil, errorf("Config.InfiniBandPorts names port 0 (ports start at 1): %w", ErrInvalidArgument)
 		}
 		ib[p/64] |= 1 << (p % 64)
 	}

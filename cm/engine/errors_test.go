@@ -29,6 +29,9 @@ func TestErrorsMatchSentinelAndErrno(t *testing.T) {
 	w, a, b := newWire(t)
 	act, _ := establish(t, w, a, b)
 	_, busy := b.e.Listen(w.now, engine.ListenParams{PortSpace: rdma.PortSpaceTCP, Port: testPort})
+	_, noSource := engine.New(engine.Config{})
+	_, badRetries := engine.New(engine.Config{Source: engine.NewSeededSource(1, 2), MaxCMRetries: 16})
+	_, port0 := engine.New(engine.Config{Source: engine.NewSeededSource(1, 2), InfiniBandPorts: []uint8{0}})
 	for _, tc := range []struct {
 		err   error
 		want  string
@@ -39,6 +42,9 @@ func TestErrorsMatchSentinelAndErrno(t *testing.T) {
 		{busy, "engine: listen: service ID 0x106", rdma.ErrBusy, syscall.EBUSY, rdma.ErrInvalidArgument},
 		{a.e.Establish(w.now, act, nil), "engine: establish ID ", rdma.ErrInvalidState, syscall.EINVAL, rdma.ErrInvalidArgument},
 		{a.e.Disconnect(w.now, 0x7777, nil), "engine: disconnect ID 0x00007777: unknown ID", engine.ErrUnknownID, syscall.ENOENT, rdma.ErrInvalidState},
+		{noSource, "engine: Config.Source is nil", rdma.ErrInvalidArgument, syscall.EINVAL, rdma.ErrInvalidState},
+		{badRetries, "engine: Config timeout or retry count out of range", rdma.ErrInvalidArgument, syscall.EINVAL, rdma.ErrInvalidState},
+		{port0, "engine: Config.InfiniBandPorts names port 0", rdma.ErrInvalidArgument, syscall.EINVAL, rdma.ErrInvalidState},
 	} {
 		if tc.err == nil {
 			t.Errorf("want an error like %q, got nil", tc.want)
