@@ -292,8 +292,10 @@ func TestCoreSendFailure(t *testing.T) {
 			if a.k.connected != tc.alive {
 				t.Fatalf("connected %v, want %v", a.k.connected, tc.alive)
 			}
-			if tc.wantErr && (!errors.Is(a.k.err, syscall.ECONNRESET) || !errors.Is(a.k.err, rdma.ErrDisconnected)) {
-				t.Fatalf("err %v, want ECONNRESET and ErrDisconnected", a.k.err)
+			var errno syscall.Errno
+			if tc.wantErr && (!errors.Is(a.k.err, syscall.ECONNRESET) || !errors.Is(a.k.err, rdma.ErrDisconnected) ||
+				!errors.As(a.k.err, &errno) || errno != syscall.ECONNRESET) {
+				t.Fatalf("err %v, want ECONNRESET (reachable with errors.As) and ErrDisconnected", a.k.err)
 			}
 			if !a.k.ctrlAvail() {
 				t.Fatal("the keepalive's control slot was not returned")

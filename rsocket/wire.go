@@ -199,14 +199,13 @@ func getIOMap(b []byte, bigEndian bool) iomapEntry {
 var hostBigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
 
 // errConnReset is the error of a connection the transport lost, or of a
-// send on one that can no longer send. It matches syscall.ECONNRESET,
-// which rsocket.c's rsend and riowrite set there, and rdma.ErrDisconnected.
+// send on one that can no longer send. It unwraps to syscall.ECONNRESET,
+// which rsocket.c's rsend and riowrite set there (as cm's RejectError
+// does to ECONNREFUSED), and matches rdma.ErrDisconnected.
 var errConnReset error = connReset{}
 
 type connReset struct{}
 
-func (connReset) Error() string { return "connection reset" }
-
-func (connReset) Is(target error) bool {
-	return target == syscall.ECONNRESET || target == rdma.ErrDisconnected
-}
+func (connReset) Error() string        { return "connection reset" }
+func (connReset) Unwrap() error        { return syscall.ECONNRESET }
+func (connReset) Is(target error) bool { return target == rdma.ErrDisconnected }
